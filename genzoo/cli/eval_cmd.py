@@ -1,0 +1,6 @@
+import click
+
+
+@click.command("eval")
+def command() -> None:
+    """(placeholder)"""

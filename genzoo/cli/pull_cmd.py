@@ -1,0 +1,6 @@
+import click
+
+
+@click.command("pull")
+def command() -> None:
+    """(placeholder)"""

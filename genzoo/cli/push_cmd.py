@@ -1,0 +1,6 @@
+import click
+
+
+@click.command("push")
+def command() -> None:
+    """(placeholder)"""

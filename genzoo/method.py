@@ -1,0 +1,294 @@
+"""The Method contract: what every generative method in the zoo declares and implements.
+
+A method is an ``nn.Module``. Subclasses declare class attributes (``name``, ``summary``,
+``Config``, ``capabilities``, ...) and implement the per-batch hooks; this base class does the
+batching, seeding, label handling, device moves and range checks once for all of them.
+
+Images cross every public boundary as float NCHW in [0, 1].
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, ClassVar, Iterable, Sequence
+
+import torch
+from torch import nn
+
+from .configs import build_config
+from .errors import GenzooError, UnsupportedVerb
+from .seeding import Noise, random_seed
+
+VERBS = ("fit", "sample", "refine")
+
+
+class Method(nn.Module):
+    """Base class of every genzoo method.
+
+    Subclasses set:
+      name, summary         the method's registry name and a one-line description
+      Config                a dataclass holding every hyperparameter; config.json is exactly this
+      capabilities          a subset of {"fit", "sample", "refine"}
+      default_model         the registry model that ``genzoo sample <name>`` loads (or None)
+      paper                 BibTeX of the paper the method implements
+      needs_data            False for methods that train without a dataset
+      sample_options        {keyword: type} extra keyword arguments of sample (CLI ``--opt``)
+      refine_options        the same for refine
+
+    and implement the hooks for their capabilities:
+      sample_batch(noise, labels, **options)             -> images in [0, 1]
+      refine_batch(x, labels, noise, steps, **options)   -> images in [0, 1]
+      training_step(batch) -> {"loss": tensor, ...}; configure_optimizers(); setup_fit(data)
+
+    A Config may define ``channels``, ``image_size`` and ``num_classes`` (0 = unconditional);
+    optional training fields read by the shared loop: ``ema_decay`` and ``grad_clip``.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Config: ClassVar[type] = type(None)
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    default_model: ClassVar[str | None] = None
+    paper: ClassVar[str] = ""
+    needs_data: ClassVar[bool] = True
+    sample_options: ClassVar[dict[str, type]] = {}
+    refine_options: ClassVar[dict[str, type]] = {}
+    plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
+
+    def __init__(self, config: Any = None):
+        super().__init__()
+        if config is None:
+            config = self.Config()
+        elif isinstance(config, dict):
+            config = build_config(self.Config, config, where=f"{self.name} config")
+        elif not isinstance(config, self.Config):
+            raise GenzooError(f"{self.name} expects a {self.Config.__name__}, got {type(config).__name__}")
+        self.config = config
+
+    # -- declaration ---------------------------------------------------------------------------
+
+    @classmethod
+    def check_declaration(cls) -> None:
+        """Raise if the subclass's declaration is incomplete (called when a plugin registers it)."""
+        if not cls.name or not isinstance(cls.name, str):
+            raise GenzooError(f"{cls.__qualname__} must set a non-empty class attribute 'name'")
+        if not dataclasses.is_dataclass(cls.Config):
+            raise GenzooError(f"method {cls.name!r} must set 'Config' to a dataclass")
+        unknown = set(cls.capabilities) - set(VERBS)
+        if unknown:
+            raise GenzooError(f"method {cls.name!r} declares unknown capabilities {sorted(unknown)}; use {VERBS}")
+        for verb, hook in (("sample", "sample_batch"), ("refine", "refine_batch"), ("fit", "training_step")):
+            if verb in cls.capabilities and getattr(cls, hook) is getattr(Method, hook):
+                raise GenzooError(f"method {cls.name!r} declares {verb!r} but does not implement {hook}()")
+
+    @classmethod
+    def require(cls, verb: str) -> None:
+        if verb not in cls.capabilities:
+            supported = ", ".join(v for v in VERBS if v in cls.capabilities) or "none"
+            raise UnsupportedVerb(f"method {cls.name!r} does not support {verb!r}; it supports: {supported}")
+
+    @property
+    def num_classes(self) -> int:
+        return int(getattr(self.config, "num_classes", 0) or 0)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        c = getattr(self.config, "channels", None)
+        s = getattr(self.config, "image_size", None)
+        if c is None or s is None:
+            raise GenzooError(f"method {self.name!r} has no image shape (its Config lacks channels/image_size)")
+        return (int(c), int(s), int(s))
+
+    @property
+    def device(self) -> torch.device:
+        for tensor in self.parameters():
+            return tensor.device
+        for tensor in self.buffers():
+            return tensor.device
+        return torch.device("cpu")
+
+    # -- public verbs -------------------------------------------------------------------------
+
+    def sample(
+        self,
+        n: int,
+        *,
+        labels: Sequence[int] | torch.Tensor | int | None = None,
+        seed: int | None = None,
+        generator: torch.Generator | None = None,
+        batch_size: int = 256,
+        device: torch.device | str | None = None,
+        progress: bool = False,
+        **options: Any,
+    ) -> torch.Tensor:
+        """``n`` images as float NCHW in [0, 1] on the CPU.
+
+        Image i depends only on (seed, i): the first 16 of ``n=64, seed=0`` equal ``n=16, seed=0``,
+        whatever ``batch_size`` or device. Without a seed, one is drawn from ``generator`` (or
+        torch's global RNG). Conditional methods default to labels ``i mod num_classes``.
+        """
+        self.require("sample")
+        self._check_options(options, self.sample_options, "sample")
+        if n < 0:
+            raise GenzooError(f"n must be >= 0, got {n}")
+        seed = random_seed(generator) if seed is None else int(seed)
+        label_tensor = self._labels_for(n, labels)
+        device = self._move_to(device)
+        out = []
+        with self._inference():
+            for start, stop in _batches(n, batch_size, progress, "sampling"):
+                batch_labels = None if label_tensor is None else label_tensor[start:stop].to(device)
+                images = self.sample_batch(Noise(seed, start, stop), batch_labels, **options)
+                out.append(self._check_images(images, stop - start, "sample_batch").cpu())
+        return torch.cat(out) if out else torch.empty(0, *self._shape_or_empty())
+
+    def refine(
+        self,
+        x: torch.Tensor,
+        *,
+        labels: Sequence[int] | torch.Tensor | int | None = None,
+        steps: int | None = None,
+        seed: int | None = None,
+        generator: torch.Generator | None = None,
+        batch_size: int = 256,
+        device: torch.device | str | None = None,
+        progress: bool = False,
+        **options: Any,
+    ) -> torch.Tensor:
+        """Map images (float NCHW in [0, 1]) to refined images in [0, 1], on the CPU.
+
+        ``steps`` is the method's notion of refinement effort (None = its default; 0 = identity
+        for methods that iterate). Randomness, if any, is drawn per image as in :meth:`sample`.
+        """
+        self.require("refine")
+        self._check_options(options, self.refine_options, "refine")
+        x = self.check_input_images(x)
+        if steps is not None and steps < 0:
+            raise GenzooError(f"steps must be >= 0, got {steps}")
+        seed = random_seed(generator) if seed is None else int(seed)
+        n = x.shape[0]
+        label_tensor = self._labels_for(n, labels, default=False)
+        device = self._move_to(device)
+        out = []
+        with self._inference():
+            for start, stop in _batches(n, batch_size, progress, "refining"):
+                batch = x[start:stop].to(device)
+                batch_labels = None if label_tensor is None else label_tensor[start:stop].to(device)
+                images = self.refine_batch(batch, batch_labels, Noise(seed, start, stop, "refine"), steps, **options)
+                out.append(self._check_images(images, stop - start, "refine_batch").cpu())
+        return torch.cat(out) if out else x.clone()
+
+    # -- hooks for subclasses -----------------------------------------------------------------
+
+    def sample_batch(self, noise: Noise, labels: torch.Tensor | None, **options: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+    def refine_batch(
+        self, x: torch.Tensor, labels: torch.Tensor | None, noise: Noise, steps: int | None, **options: Any
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def training_step(self, batch: dict[str, torch.Tensor | None]) -> dict[str, torch.Tensor]:
+        """One step's losses: ``{"loss": scalar to minimise, other scalars to log}``.
+
+        ``batch["x"]`` is float NCHW in [0, 1] on the training device, ``batch["y"]`` the labels
+        (or None); methods with ``needs_data = False`` get an empty batch with ``batch["size"]``.
+        """
+        raise NotImplementedError
+
+    def configure_optimizers(self) -> torch.optim.Optimizer | list[torch.optim.Optimizer]:
+        raise NotImplementedError(f"method {self.name!r} does not define configure_optimizers()")
+
+    def setup_fit(self, data: Any) -> None:
+        """Called once before training with the training data (None for data-free methods)."""
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        # The shared training loop calls the (possibly DDP-wrapped) module, so that gradient
+        # synchronisation hooks see the forward pass; forward is the training step.
+        return self.training_step(batch)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def check_input_images(self, x: torch.Tensor) -> torch.Tensor:
+        """Validate images for refine: float NCHW in [0, 1] of this method's shape."""
+        if not isinstance(x, torch.Tensor):
+            raise GenzooError(f"expected a tensor of images, got {type(x).__name__}")
+        if x.dtype == torch.uint8:
+            x = x.float() / 255
+        if x.ndim != 4:
+            raise GenzooError(f"expected images as N x C x H x W, got shape {tuple(x.shape)}")
+        try:
+            expected = self.image_shape
+        except GenzooError:
+            expected = None
+        if expected is not None and tuple(x.shape[1:]) != expected:
+            raise GenzooError(
+                f"{self.name} works on images of shape {expected} (C, H, W), got {tuple(x.shape[1:])}; "
+                f"resize or convert the input first"
+            )
+        if x.numel() and (x.min() < 0 or x.max() > 1):
+            raise GenzooError(f"images must be floats in [0, 1], got values in [{x.min():.3g}, {x.max():.3g}]")
+        return x.float()
+
+    def _labels_for(self, n: int, labels: Any, default: bool = True) -> torch.Tensor | None:
+        if labels is None:
+            if default and self.num_classes:
+                return torch.arange(n) % self.num_classes
+            return None
+        if not self.num_classes:
+            raise GenzooError(f"method {self.name!r} is unconditional; it takes no labels (drop --labels)")
+        labels = torch.as_tensor(labels, dtype=torch.long).flatten()
+        if labels.numel() == 1 and n != 1:
+            labels = labels.expand(n).clone()
+        if labels.numel() != n:
+            raise GenzooError(f"got {labels.numel()} labels for {n} images; give one label or one per image")
+        if labels.numel() and (labels.min() < 0 or labels.max() >= self.num_classes):
+            raise GenzooError(
+                f"labels must be in 0..{self.num_classes - 1}, got values in [{labels.min()}, {labels.max()}]"
+            )
+        return labels
+
+    def _check_options(self, options: dict[str, Any], declared: dict[str, type], verb: str) -> None:
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            known = ", ".join(sorted(declared)) or "none"
+            raise GenzooError(f"{self.name} {verb} has no option(s) {unknown}; its options: {known}")
+
+    def _move_to(self, device: torch.device | str | None) -> torch.device:
+        if device is not None:
+            self.to(device)
+        return self.device
+
+    def _shape_or_empty(self) -> tuple[int, ...]:
+        try:
+            return self.image_shape
+        except GenzooError:
+            return (0, 0, 0)
+
+    @contextlib.contextmanager
+    def _inference(self):
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self.train(was_training)
+
+    def _check_images(self, images: torch.Tensor, n: int, hook: str) -> torch.Tensor:
+        if images.ndim != 4 or images.shape[0] != n:
+            raise GenzooError(f"{self.name}.{hook} returned shape {tuple(images.shape)}, expected {n} x C x H x W")
+        return images.float().clamp(0, 1)
+
+
+def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[tuple[int, int]]:
+    if batch_size <= 0:
+        raise GenzooError(f"batch size must be positive, got {batch_size}")
+    starts = range(0, n, batch_size)
+    if progress:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc=desc, unit="batch", total=len(starts), leave=False)
+    for start in starts:
+        yield start, min(n, start + batch_size)

@@ -1,0 +1,82 @@
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# Keep every test away from the user's Hugging Face cache and the network.
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="genzoo-test-hf-")
+os.environ.pop("GENZOO_LOAD_PLUGINS", None)
+
+import genzoo  # noqa: E402
+from genzoo.plugins import reset_host  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
+SHARED_DATA = TESTS.parent.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def fresh_plugins(monkeypatch):
+    """Every test starts with freshly loaded plugins and no allow-list."""
+    monkeypatch.delenv("GENZOO_LOAD_PLUGINS", raising=False)
+    reset_host()
+    yield
+    reset_host()
+
+
+def make_distribution(site: Path, dist_name: str, module_name: str, source: Path, entry_name: str) -> None:
+    """A minimal installed distribution (dist-info + module) that importlib.metadata discovers."""
+    shutil.copy(source, site / f"{module_name}.py")
+    info = site / f"{dist_name.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist_name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[genzoo]\n{entry_name} = {module_name}\n")
+
+
+@pytest.fixture
+def toy_site(tmp_path, monkeypatch):
+    """Installs the toy plugin (tests/toyzoo.py) as distribution genzoo-toy, entry point 'toy'."""
+    site = tmp_path / "site"
+    site.mkdir()
+    make_distribution(site, "genzoo-toy", "toyzoo", TESTS / "toyzoo.py", "toy")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    sys.modules.pop("toyzoo", None)
+    reset_host()
+    yield site
+    sys.modules.pop("toyzoo", None)
+
+
+@pytest.fixture
+def toy_npz(tmp_path):
+    """64 structured 8x8 grayscale images with labels 0..3, as an .npz dataset."""
+    rng = np.random.default_rng(0)
+    y = np.arange(64) % 4
+    base = np.zeros((4, 8, 8))
+    for c in range(4):
+        base[c, c * 2:(c + 1) * 2, :] = 1.0
+    x = np.clip(base[y] * 200 + rng.normal(0, 20, (64, 8, 8)), 0, 255).astype(np.uint8)
+    path = tmp_path / "toy.npz"
+    np.savez(path, x=x, y=y)
+    return path
+
+
+@pytest.fixture
+def toy_model_dir(toy_site, tmp_path):
+    """An untrained toy model saved as a model directory."""
+    import torch
+    from genzoo.plugins import get_host
+
+    torch.manual_seed(0)
+    model = get_host().method("toy")()
+    return genzoo.save_pretrained(model, tmp_path / "toy-model")
+
+
+@pytest.fixture
+def mnist_root():
+    if not (SHARED_DATA / "MNIST" / "raw" / "train-images-idx3-ubyte").is_file():
+        pytest.skip(f"real MNIST not found under {SHARED_DATA}; the toy-data tests cover the same code")
+    return SHARED_DATA

@@ -1,0 +1,96 @@
+"""The Method contract: verbs, per-image seeding, labels, options, input checks."""
+
+import pytest
+import torch
+
+import genzoo
+from genzoo.plugins import get_host
+from genzoo.seeding import Noise
+
+
+@pytest.fixture
+def toy(toy_site):
+    torch.manual_seed(0)
+    return get_host().method("toy")()
+
+
+def test_first_images_do_not_depend_on_n_or_batch_size(toy):
+    big = toy.sample(64, seed=0, batch_size=7)
+    small = toy.sample(16, seed=0, batch_size=16)
+    assert torch.equal(big[:16], small)
+    assert not torch.equal(toy.sample(16, seed=1), small)
+
+
+def test_unseeded_sampling_follows_torch_manual_seed(toy):
+    torch.manual_seed(3)
+    a = toy.sample(4)
+    torch.manual_seed(3)
+    assert torch.equal(a, toy.sample(4))
+
+
+def test_images_are_nchw_floats_in_unit_range(toy):
+    x = toy.sample(5, seed=0)
+    assert x.shape == (5, 1, 8, 8) and x.dtype == torch.float32
+    assert x.min() >= 0 and x.max() <= 1
+
+
+def test_unsupported_verb_lists_the_supported_ones(toy_site):
+    only = get_host().method("sample-only")()
+    with pytest.raises(genzoo.UnsupportedVerb, match="does not support 'refine'; it supports: sample"):
+        only.refine(torch.zeros(1, 1, 8, 8))
+
+
+def test_conditional_default_labels_are_i_mod_c(toy_site):
+    cls = get_host().method("toy")
+    model = cls({"num_classes": 3})
+    a = model.sample(6, seed=0)
+    b = model.sample(6, seed=0, labels=[0, 1, 2, 0, 1, 2])
+    assert torch.equal(a, b)
+    with pytest.raises(genzoo.GenzooError, match=r"labels must be in 0..2"):
+        model.sample(2, seed=0, labels=[0, 5])
+    with pytest.raises(genzoo.GenzooError, match="3 labels for 2 images"):
+        model.sample(2, seed=0, labels=[0, 1, 2])
+
+
+def test_unconditional_method_refuses_labels(toy):
+    with pytest.raises(genzoo.GenzooError, match="unconditional"):
+        toy.sample(2, labels=[1, 1])
+
+
+def test_declared_options_are_accepted_and_others_refused(toy):
+    cold = toy.sample(4, seed=0, temperature=0.0)
+    assert torch.allclose(cold[0], cold[1])
+    with pytest.raises(genzoo.GenzooError, match="no option.*'tau'.*temperature"):
+        toy.sample(4, seed=0, tau=1.0)
+
+
+def test_refine_checks_shape_and_range(toy):
+    with pytest.raises(genzoo.GenzooError, match=r"shape \(1, 8, 8\)"):
+        toy.refine(torch.zeros(2, 3, 8, 8))
+    with pytest.raises(genzoo.GenzooError, match=r"\[0, 1\]"):
+        toy.refine(torch.full((2, 1, 8, 8), 2.0))
+    assert torch.equal(toy.refine(torch.full((2, 1, 8, 8), 0.5), steps=0), torch.full((2, 1, 8, 8), 0.5))
+
+
+def test_noise_depends_only_on_seed_and_index():
+    a = Noise(5, 0, 10).randn(3)
+    b = Noise(5, 4, 6).randn(3)
+    assert torch.equal(a[4:6], b)
+    assert not torch.equal(Noise(5, 0, 10, "x").randn(3), a)
+    assert not torch.equal(Noise(5, 0, 10).child("y").randn(3), a)
+
+
+def test_declaration_is_checked_on_registration():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        pass
+
+    class Incomplete(genzoo.Method):
+        name = "incomplete"
+        Config = Cfg
+        capabilities = frozenset({"sample"})
+
+    with pytest.raises(genzoo.GenzooError, match="does not implement sample_batch"):
+        Incomplete.check_declaration()

@@ -1,0 +1,133 @@
+"""The plugin host: entry points, pm.register, failures, duplicates, the allow-list, every hook."""
+
+import json
+import types
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import genzoo
+from genzoo.cli import cli
+from genzoo.plugins import PluginHost, get_host
+
+from conftest import TESTS, make_distribution
+
+
+def test_builtin_plugins_arrive_through_entry_points():
+    host = get_host()
+    assert "features" in host.plugins
+    assert host.plugins["features"].distribution == "genzoo"
+    assert "feature-classifier" in host.methods
+
+
+def test_entry_point_plugin_is_discovered_with_its_version_and_hooks(toy_site):
+    info = get_host().plugins["toy"]
+    assert info.distribution == "genzoo-toy" and info.version == "0.1"
+    assert info.hooks == ["register_commands", "register_feature_extractors", "register_methods", "register_models"]
+    assert info.methods == ["toy", "sample-only"] and info.error is None
+
+
+def test_plugin_registered_directly_like_pm_register():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        x: int = 1
+
+    class Direct(genzoo.Method):
+        name = "direct"
+        Config = Cfg
+
+    plugin = types.SimpleNamespace()
+    plugin.register_methods = genzoo.hookimpl(lambda register: register(Direct))
+    host = PluginHost(load_entry_points=False)
+    info = host.add(plugin, name="direct-plugin")
+    assert info.error is None and host.method("direct") is Direct
+
+
+def test_register_methods_hook_with_alias(toy_site):
+    host = get_host()
+    assert host.method("toy-alias") is host.method("toy")
+
+
+def test_register_models_hook(toy_site):
+    entry = genzoo.find_model("tiny")
+    assert entry.name == "toy-tiny" and entry.source == "plugin 'toy'"
+
+
+def test_register_feature_extractors_hook(toy_site):
+    record = get_host().feature_extractors["toy-features"]
+    assert record.plugin == "toy" and record.datasets == ("toy",)
+    assert record.factory()(torch.zeros(2, 1, 8, 8)).shape == (2, 64)
+
+
+def test_register_commands_hook(toy_site):
+    get_host().add_commands(cli)
+    try:
+        result = CliRunner().invoke(cli, ["toy-hello"])
+        assert result.exit_code == 0 and "hello from toy" in result.output
+    finally:
+        cli.commands.pop("toy-hello", None)
+
+
+def test_plugin_that_fails_to_import_is_reported_and_others_keep_working(tmp_path, monkeypatch, toy_site):
+    broken = tmp_path / "broken_src.py"
+    broken.write_text("raise RuntimeError('boom at import')\n")
+    make_distribution(toy_site, "genzoo-broken", "brokenplug", broken, "broken")
+    host = get_host()
+    assert "boom at import" in host.plugins["broken"].error
+    assert "toy" in host.methods
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert "boom at import" in rows["broken"]["error"] and rows["toy"]["error"] is None
+
+
+def test_plugin_that_fails_to_register_keeps_nothing_half_registered():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        x: int = 1
+
+    class Good(genzoo.Method):
+        name = "half-good"
+        Config = Cfg
+
+    def register_methods(register):
+        register(Good)
+        raise ValueError("second registration exploded")
+
+    plugin = types.SimpleNamespace(register_methods=genzoo.hookimpl(register_methods))
+    host = PluginHost(load_entry_points=False)
+    info = host.add(plugin, name="half")
+    assert "exploded" in info.error
+    assert "half-good" not in host.methods
+
+
+def test_duplicate_method_names_are_an_error_naming_both_plugins(toy_site, tmp_path):
+    make_distribution(toy_site, "genzoo-toy-two", "toyzoo_two", TESTS / "toyzoo.py", "zz-toy-two")
+    host = get_host()
+    error = host.plugins["zz-toy-two"].error
+    assert "'toy'" in error and "zz-toy-two" in error and "already registered by plugin 'toy'" in error
+    assert host.methods["toy"].plugin == "toy"
+
+
+def test_allow_list_empty_loads_nothing(monkeypatch, toy_site):
+    monkeypatch.setenv("GENZOO_LOAD_PLUGINS", "")
+    host = PluginHost()
+    assert host.plugins == {} and host.methods == {}
+
+
+def test_allow_list_names_entry_points(monkeypatch, toy_site):
+    monkeypatch.setenv("GENZOO_LOAD_PLUGINS", "toy")
+    host = PluginHost()
+    assert set(host.plugins) == {"toy"}
+
+
+def test_missing_method_gives_a_clear_message(monkeypatch):
+    monkeypatch.setenv("GENZOO_LOAD_PLUGINS", "")
+    result = CliRunner().invoke(cli, ["sample", "ign"])
+    assert result.exit_code == 1
+    assert "'ign'" in result.output and "plugin" in result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,119 @@
+"""The shared training loop: outputs, logs, exact resume, EMA, and a 2-process run."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import genzoo
+from genzoo.errors import GenzooError
+
+
+def _fit(out, npz, steps, **kw):
+    kw.setdefault("checkpoint_every", 3)
+    kw.setdefault("sample_every", 3)
+    kw.setdefault("batch_size", 8)
+    return genzoo.fit("toy", steps=steps, out=out, dataset=f"npz:{npz}", progress=False, **kw)
+
+
+def test_fit_writes_a_loadable_model_logs_grids_and_a_checkpoint(toy_site, toy_npz, tmp_path):
+    out = _fit(tmp_path / "run", toy_npz, 5)
+    model = genzoo.load(out)
+    assert model.sample(3, seed=0).shape == (3, 1, 8, 8)
+    lines = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [l["step"] for l in lines] == [1, 2, 3, 4, 5] and {"loss", "latent_norm"} <= set(lines[0])
+    assert sorted(p.name for p in (out / "samples").iterdir()) == ["step-00000003.png", "step-00000005.png"]
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["step-00000005"]
+    provenance = json.loads((out / "config.json").read_text())["provenance"]
+    assert provenance["steps"] == 5 and provenance["dataset"].startswith("npz:") and provenance["weights"] == "raw"
+
+
+def test_training_lowers_the_loss(toy_site, toy_npz, tmp_path):
+    out = _fit(tmp_path / "run", toy_npz, 60, config={"lr": 0.05})
+    losses = [json.loads(l)["loss"] for l in (out / "metrics.jsonl").read_text().splitlines()]
+    assert sum(losses[-10:]) / 10 < 0.7 * sum(losses[:10]) / 10
+
+
+@pytest.mark.parametrize("ema", [0.0, 0.9])
+def test_resume_ends_with_the_weights_of_an_uninterrupted_run(toy_site, toy_npz, tmp_path, ema):
+    straight = _fit(tmp_path / "straight", toy_npz, 10, config={"ema_decay": ema})
+    _fit(tmp_path / "resumed", toy_npz, 4, config={"ema_decay": ema})
+    resumed = _fit(tmp_path / "resumed", toy_npz, 10, config={"ema_decay": ema}, resume=True)
+    a = load_file(str(straight / "model.safetensors"))
+    b = load_file(str(resumed / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    ca = load_file(str(straight / "checkpoints/step-00000010/model.safetensors"))
+    cb = load_file(str(resumed / "checkpoints/step-00000010/model.safetensors"))
+    assert all(torch.equal(ca[k], cb[k]) for k in ca)
+    lines = (resumed / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(l)["step"] for l in lines] == list(range(1, 11))
+    assert lines == (straight / "metrics.jsonl").read_text().splitlines()
+
+
+def test_resume_from_an_older_checkpoint_discards_later_log_lines(toy_site, toy_npz, tmp_path):
+    out = _fit(tmp_path / "run", toy_npz, 6)
+    shutil.rmtree(out / "checkpoints" / "step-00000006")
+    _fit(tmp_path / "partial", toy_npz, 3)
+    shutil.copytree(tmp_path / "partial" / "checkpoints" / "step-00000003", out / "checkpoints" / "step-00000003")
+    _fit(out, toy_npz, 6, resume=True)
+    steps = [json.loads(l)["step"] for l in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4, 5, 6]
+
+
+def test_resume_refuses_changed_settings(toy_site, toy_npz, tmp_path):
+    _fit(tmp_path / "run", toy_npz, 3)
+    with pytest.raises(GenzooError, match="batch_size differs"):
+        _fit(tmp_path / "run", toy_npz, 6, resume=True, batch_size=16)
+
+
+def test_a_second_run_into_the_same_folder_needs_resume(toy_site, toy_npz, tmp_path):
+    _fit(tmp_path / "run", toy_npz, 3)
+    with pytest.raises(GenzooError, match="pass --resume"):
+        _fit(tmp_path / "run", toy_npz, 3)
+
+
+def test_unknown_config_field_is_refused_before_training(toy_site, toy_npz, tmp_path):
+    with pytest.raises(GenzooError, match=r"unknown field\(s\) \['nope'\]"):
+        _fit(tmp_path / "run", toy_npz, 3, config={"nope": "1"})
+    assert not (tmp_path / "run").exists()
+
+
+def test_ema_weights_are_what_gets_saved(toy_site, toy_npz, tmp_path):
+    out = _fit(tmp_path / "run", toy_npz, 5, config={"ema_decay": 0.5})
+    saved = load_file(str(out / "model.safetensors"))
+    raw = load_file(str(out / "checkpoints/step-00000005/model.safetensors"))
+    ema = load_file(str(out / "checkpoints/step-00000005/ema.safetensors"))
+    assert all(torch.equal(saved[k], ema[k]) for k in saved)
+    assert not torch.equal(saved["encoder.weight"], raw["encoder.weight"])
+    assert json.loads((out / "config.json").read_text())["provenance"]["weights"] == "ema"
+
+
+@pytest.mark.slow
+def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, toy_npz, tmp_path):
+    """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, each process takes half the
+    global batch and DDP averages gradients, so with no noise in the step the result equals one process."""
+    args = ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "4", "--batch-size", "8",
+            "--set", "noise_weight=0", "--checkpoint-every", "2", "--sample-every", "0", "--no-progress"]
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29533",
+              "-m", "genzoo"]
+    done = subprocess.run(launch + args + ["--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one = subprocess.run([sys.executable, "-m", "genzoo"] + args + ["--out", str(tmp_path / "one")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert json.loads((tmp_path / "two" / "fit.json").read_text())["processes"] == 2
+    assert sorted(p.name for p in (tmp_path / "two/checkpoints/step-00000004").glob("rng-rank*.json")) == [
+        "rng-rank0.json", "rng-rank1.json"]
+    a = load_file(str(tmp_path / "one" / "model.safetensors"))
+    b = load_file(str(tmp_path / "two" / "model.safetensors"))
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-5), key
+    lines = (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 4  # only the main process writes the log
