@@ -179,6 +179,12 @@ class Method(nn.Module):
                 out.append(self._check_images(images, stop - start, "refine_batch").cpu())
         return torch.cat(out) if out else x.clone()
 
+    def push_to_hub(self, repo_id: str, **kwargs: Any) -> str:
+        """Upload this model to the Hugging Face Hub in one commit; see :func:`genzoo.hub.push_to_hub`."""
+        from .hub import push_to_hub
+
+        return push_to_hub(self, repo_id, **kwargs)
+
     # -- hooks for subclasses -----------------------------------------------------------------
 
     def sample_batch(self, noise: Noise, labels: torch.Tensor | None, **options: Any) -> torch.Tensor:

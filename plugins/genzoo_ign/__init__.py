@@ -1,0 +1,1 @@
+"""Built-in plugin: Idempotent Generative Network."""

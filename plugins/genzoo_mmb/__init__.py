@@ -1,0 +1,1 @@
+"""Built-in plugin: the MMB generator (a generator born from a classifier). Under construction."""

@@ -1,0 +1,1 @@
+"""Built-in plugin: the robust joint classifier-discriminator refiner. Under construction."""
