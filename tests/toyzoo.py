@@ -91,9 +91,18 @@ def register_models(register):
     register("toy-tiny", method="toy", summary="an untrained toy", aliases=["tiny"])
 
 
+class PixelFeatures(nn.Module):
+    """Pixels as features (8x8 images -> 64 numbers)."""
+
+    num_features = 64
+
+    def forward(self, x):
+        return x.flatten(1)
+
+
 @genzoo.hookimpl
 def register_feature_extractors(register):
-    register("toy-features", lambda: nn.Flatten(), datasets=("toy",), summary="pixels")
+    register("toy-features", PixelFeatures, datasets=("toy",), summary="pixels")
 
 
 @genzoo.hookimpl

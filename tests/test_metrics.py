@@ -1,0 +1,110 @@
+"""Metrics on constructed cases, through the Python API and the CLI, on data the tests make."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+import genzoo
+from genzoo.cli import cli
+from genzoo.metrics import class_statistics, fid, kid, max_ssim, precision_recall
+
+
+def _scipy_fid(a, b):
+    from scipy import linalg
+
+    a, b = a.double().numpy(), b.double().numpy()
+    ca, cb = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    root = linalg.sqrtm(ca @ cb).real
+    return float(((a.mean(0) - b.mean(0)) ** 2).sum() + np.trace(ca + cb - 2 * root))
+
+
+def test_fid_of_a_set_against_itself_is_zero_and_matches_an_independent_computation():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2000, 16, generator=g)
+    b = torch.randn(2000, 16, generator=g) * 1.3 + 0.2
+    assert abs(fid(a, a)) < 1e-6
+    assert fid(a, b) == pytest.approx(_scipy_fid(a, b), rel=1e-4)
+
+
+def test_fid_grows_monotonically_with_added_noise(toy_site, toy_npz):
+    data = np.load(toy_npz)
+    x = torch.from_numpy(data["x"]).float().unsqueeze(1) / 255
+    g = torch.Generator().manual_seed(1)
+    scores = []
+    for sigma in (0.0, 0.05, 0.1, 0.2, 0.4):
+        noisy = (x + sigma * torch.randn(x.shape, generator=g)).clamp(0, 1)
+        result = genzoo.evaluate(noisy, n=len(x), ref=f"npz:{toy_npz}", features="toy-features", metrics="fid",
+                                 progress=False)
+        scores.append(result["metrics"]["fid"])
+    assert scores[0] < 1e-6
+    assert all(b > a for a, b in zip(scores, scores[1:]))
+
+
+def test_precision_and_recall_on_constructed_cases():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(500, 8, generator=g)
+    assert precision_recall(a, a.clone()) == (1.0, 1.0)
+    far = torch.randn(500, 8, generator=g) + 100
+    assert precision_recall(a, far) == (0.0, 0.0)
+    half = torch.cat([a[:250], far[:250]])  # half the fakes lie on the data
+    assert precision_recall(a, half)[0] == pytest.approx(0.5, abs=0.02)
+    dropped = a[a[:, 0] > 0.5]  # mode dropping: fakes from one side of the data only
+    precision, recall = precision_recall(a, dropped)
+    assert precision == 1.0 and recall < 0.75
+
+
+def test_kid_is_near_zero_for_one_distribution_and_positive_for_two():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(1200, 8, generator=g), torch.randn(1200, 8, generator=g)
+    same, _ = kid(a, b, subset_size=500, subsets=20)
+    shifted, _ = kid(a, b + 1, subset_size=500, subsets=20)
+    assert abs(same) < 0.01 < shifted
+    assert kid(a, b + 1, subset_size=500, subsets=20) == kid(a, b + 1, subset_size=500, subsets=20)  # seeded
+
+
+def test_memorisation_of_training_images_against_themselves_is_ssim_one():
+    g = torch.Generator().manual_seed(0)
+    train = torch.rand(100, 1, 16, 16, generator=g)
+    assert torch.allclose(max_ssim(train[:10], train, candidates=8), torch.ones(10), atol=1e-5)
+    assert (max_ssim(torch.rand(10, 1, 16, 16, generator=g), train, candidates=8) < 0.5).all()
+
+
+def test_class_statistics_entropy_and_accuracy():
+    probs = torch.eye(4).repeat(25, 1)
+    stats = class_statistics(probs, torch.arange(100) % 4)
+    assert stats["entropy"] == pytest.approx(1.0) and stats["accuracy"] == 1.0 and stats["confidence"] == 1.0
+    collapsed = class_statistics(torch.eye(4)[[0] * 100], None)
+    assert collapsed["entropy"] == 0.0 and collapsed["histogram"] == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_cli_eval_writes_json_with_the_feature_network_and_counts(toy_site, toy_npz, tmp_path):
+    out = tmp_path / "eval.json"
+    result = CliRunner().invoke(cli, ["eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}",
+                                      "--features", "toy-features", "--metrics", "fid,kid,precision,recall,memorization",
+                                      "--kid-subset-size", "32", "--train", f"npz:{toy_npz}", "--memorization-n", "16",
+                                      "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["features"]["name"] == "toy-features" and report["n"] == 64 and report["reference"]["n"] == 64
+    assert set(report["metrics"]) == {"fid", "kid", "precision", "recall", "memorization"}
+    assert report["metrics"]["memorization"]["max_ssim_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert report["metrics"]["kid"]["subset_size"] == 32
+    assert "fixed permutation" in report["reference"]["drawn_with"]
+
+
+def test_eval_errors_are_one_clear_sentence(toy_site, toy_npz, tmp_path):
+    runner = CliRunner()
+    bad = runner.invoke(cli, ["eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
+                              "toy-features", "--metrics", "fid,sharpness"])
+    assert bad.exit_code == 1 and "unknown metric(s) ['sharpness']" in bad.output
+    few = runner.invoke(cli, ["eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
+                              "toy-features", "--metrics", "kid"])
+    assert few.exit_code == 1 and "KID needs at least subset_size=1000" in few.output
+    big = tmp_path / "big.npz"
+    np.savez(big, x=np.zeros((64, 16, 16), dtype=np.uint8))
+    shape = runner.invoke(cli, ["eval", f"npz:{big}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
+                                "toy-features", "--metrics", "fid"])
+    assert shape.exit_code == 1 and "shape (1, 16, 16)" in shape.output and "(1, 8, 8)" in shape.output
