@@ -2,5 +2,24 @@ import click
 
 
 @click.command("push")
-def command() -> None:
-    """(placeholder)"""
+@click.argument("model")
+@click.option("--repo-id", required=True, metavar="ORG/NAME", help="The Hub repo to push to (created if missing).")
+@click.option("--revision", default=None, metavar="BRANCH", help="Push to this branch, created from main if missing.")
+@click.option("--private", is_flag=True, help="Create the repo as private (an existing repo keeps its visibility).")
+@click.option("-m", "--message", default=None, help="Commit message (default: 'Upload genzoo model (METHOD)').")
+@click.option("--token", default=None, metavar="TOKEN",
+              help="A Hub token with write access (default: HF_TOKEN or the one saved by `hf auth login`).")
+def command(model: str, repo_id: str, revision: str | None, private: bool, message: str | None,
+            token: str | None) -> None:
+    """Upload a model to the Hugging Face Hub in one commit.
+
+    MODEL is a model directory (e.g. the --out of `genzoo fit`) or a model name (genzoo list).
+    The commit holds config.json, model.safetensors, a generated model card (README.md) and
+    samples.png, a grid of 64 samples with seed 0. Prints the commit id.
+    """
+    from ..hub import check_repo_id, hub_ref, push_to_hub
+
+    repo_id = check_repo_id(repo_id)
+    commit = push_to_hub(model, repo_id, revision=revision, private=private, message=message, token=token)
+    click.echo(f"pushed {model} to {hub_ref(repo_id, revision)} in commit {commit}")
+    click.echo(f"load it with: genzoo sample {hub_ref(repo_id, commit)}")

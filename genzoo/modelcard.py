@@ -1,0 +1,221 @@
+"""Model cards: the README.md that `genzoo push` writes next to the weights on the Hub.
+
+The card is YAML metadata (library, tags, dataset, licence, metrics and how they were measured)
+followed by Markdown: usage, the sample grid, how the model was trained, its metrics, licence and
+the method's paper. Facts come from the registry entry when a zoo model is pushed, else from the
+``provenance`` block of config.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+# The weights' licence follows the training data's (DESIGN: model cards state it).
+DATASET_LICENSES = {"mnist": "CC BY-SA 3.0", "celeba": "non-commercial research only"}
+# Licence ids the Hub knows (a subset: what genzoo models are likely to carry).
+HUB_LICENSES = {
+    "apache-2.0", "mit", "bsd-2-clause", "bsd-3-clause", "cc0-1.0", "cc-by-2.0", "cc-by-3.0", "cc-by-4.0",
+    "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nc-sa-3.0",
+    "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "gpl-3.0", "lgpl-3.0", "mpl-2.0", "openrail", "unlicense",
+}
+LOCAL_DATASET_KINDS = ("npz", "folder")
+
+
+@dataclass
+class CardFacts:
+    """Everything the card states about a model, gathered from config.json and the registry."""
+
+    method: str
+    plugin: str
+    summary: str = ""
+    model_name: str | None = None  # the zoo name, when a registry model is pushed
+    dataset: str = ""
+    license: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evaluation: str = ""
+    commands: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    paper: str = ""
+    capabilities: tuple[str, ...] = ()
+    num_classes: int = 0
+
+
+def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry: Any = None) -> CardFacts:
+    """Facts for the card from a config.json ``document``, the Method class and a registry entry (or None)."""
+    provenance = dict(document.get("provenance") or {})
+    if entry is not None:
+        provenance.update(entry.provenance or {})
+    commands = [entry.command] if entry is not None and entry.command else list(provenance.get("commands") or [])
+    if not commands and provenance.get("command"):
+        commands = [str(provenance["command"])]
+    config = dict(document.get("config") or {})
+    dataset = (entry.dataset if entry is not None else "") or str(provenance.get("dataset") or "")
+    license_text = (entry.license if entry is not None else "") or str(provenance.get("license") or "")
+    if not license_text:
+        license_text = DATASET_LICENSES.get(dataset.partition(":")[0].lower(), "")
+    return CardFacts(
+        method=document["method"],
+        plugin=document.get("plugin") or "",
+        summary=(entry.summary if entry is not None else "") or getattr(method_cls, "summary", ""),
+        model_name=entry.name if entry is not None else None,
+        dataset=dataset,
+        license=license_text,
+        metrics=dict((entry.metrics if entry is not None else None) or provenance.get("metrics") or {}),
+        evaluation=(entry.evaluation if entry is not None else "") or str(provenance.get("evaluation") or ""),
+        commands=[str(c) for c in commands],
+        provenance=provenance,
+        config=config,
+        paper=(getattr(method_cls, "paper", "") or "").strip(),
+        capabilities=tuple(sorted(getattr(method_cls, "capabilities", ()) or ())),
+        num_classes=int(config.get("num_classes") or 0),
+    )
+
+
+def license_metadata(text: str) -> dict[str, str]:
+    """The Hub's licence keys for a licence given as an id ("cc-by-sa-3.0") or in words ("CC BY-SA 3.0")."""
+    if not text:
+        return {}
+    slug = re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
+    if slug in HUB_LICENSES:
+        return {"license": slug}
+    return {"license": "other", "license_name": slug or "other"}
+
+
+def hub_dataset_id(dataset: str) -> str | None:
+    """A dataset name the Hub can link ("mnist" from "mnist:train"); None for local files and folders."""
+    kind = dataset.partition(":")[0]
+    if not kind or kind in LOCAL_DATASET_KINDS or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", kind):
+        return None
+    return kind
+
+
+def card_metadata(facts: CardFacts) -> dict[str, Any]:
+    """The YAML metadata block of the card."""
+    meta: dict[str, Any] = {"library_name": "genzoo"}
+    tags = ["genzoo", facts.method]
+    if facts.plugin and facts.plugin not in ("genzoo", f"genzoo-{facts.method}") and facts.plugin not in tags:
+        tags.append(facts.plugin)
+    meta["tags"] = tags
+    if "sample" in facts.capabilities and not facts.num_classes:
+        meta["pipeline_tag"] = "unconditional-image-generation"
+    meta.update(license_metadata(facts.license))
+    dataset_id = hub_dataset_id(facts.dataset)
+    if dataset_id:
+        meta["datasets"] = [dataset_id]
+    if facts.metrics:
+        meta["metrics"] = sorted(str(name) for name in facts.metrics)
+    details: dict[str, Any] = {"method": facts.method}
+    if facts.plugin:
+        details["plugin"] = facts.plugin
+    if facts.model_name:
+        details["model"] = facts.model_name
+    if facts.dataset:
+        details["dataset"] = facts.dataset
+    if facts.metrics:
+        details["metrics"] = _plain(facts.metrics)
+        details["evaluation"] = facts.evaluation or "not stated"
+    meta["genzoo"] = details
+    return meta
+
+
+def render_card(facts: CardFacts, *, repo_id: str, revision: str | None = None, grid_file: str | None = None,
+                grid_count: int = 64) -> str:
+    """The whole README.md: YAML front matter, then the Markdown body."""
+    ref = f"hf://{repo_id}" + (f"@{revision}" if revision and revision != "main" else "")
+    meta = yaml.safe_dump(card_metadata(facts), sort_keys=False, allow_unicode=True, width=1000)
+    parts = [f"---\n{meta}---\n", f"# {repo_id}\n"]
+    intro = facts.summary.rstrip(".") + ". " if facts.summary else ""
+    parts.append(f"{intro}Weights of the `{facts.method}` method for [genzoo](https://pypi.org/project/genzoo/), "
+                 f"a zoo of generative methods behind one interface." + (
+                     f" It is the zoo model `{facts.model_name}`." if facts.model_name else "") + "\n")
+    parts.append(_usage(facts, ref))
+    if grid_file:
+        parts.append(f"## Samples\n\n![{grid_count} samples, seed 0]({grid_file})\n\n"
+                     f"{grid_count} samples drawn with `genzoo sample {ref} -n {grid_count} --seed 0`.\n")
+    parts.append(_training(facts))
+    if facts.metrics:
+        parts.append(_evaluation(facts))
+    parts.append(_license(facts))
+    if facts.config:
+        parts.append("## Configuration\n\nThe method's hyperparameters (`config` in config.json):\n\n"
+                     f"```json\n{json.dumps(facts.config, indent=2)}\n```\n")
+    if facts.paper:
+        parts.append(f"## Citation\n\n```bibtex\n{facts.paper}\n```\n")
+    return "\n".join(parts)
+
+
+def parse_card(text: str) -> tuple[dict[str, Any], str]:
+    """Split a card into its YAML metadata and its Markdown body."""
+    match = re.match(r"---\s*\n(.*?)\n---\s*\n?", text, re.S)
+    if not match:
+        return {}, text
+    return yaml.safe_load(match.group(1)) or {}, text[match.end():]
+
+
+# -- sections -----------------------------------------------------------------------------------------
+
+
+def _usage(facts: CardFacts, ref: str) -> str:
+    install = "pip install genzoo" + (f" {facts.plugin}" if facts.plugin and facts.plugin != "genzoo" else "")
+    lines = ["## Usage", "", "```bash", install]
+    if "sample" in facts.capabilities:
+        lines.append(f"genzoo sample {ref} -n 64 --seed 0 -o samples.png")
+    if "refine" in facts.capabilities:
+        lines.append(f"genzoo refine {ref} --input images/ -o refined.png")
+    lines += ["```", "", "```python", "import genzoo", "", f'model = genzoo.load("{ref}")']
+    if "sample" in facts.capabilities:
+        lines.append("images = model.sample(64, seed=0)  # float NCHW in [0, 1]")
+    lines += ["```", "",
+              f"Pin a revision for reproducible results: `{ref.split('@')[0]}@<commit id>`. "
+              f"`genzoo pull {ref[len('hf://'):]}` fetches the files ahead of time, for offline use.", ""]
+    return "\n".join(lines)
+
+
+def _training(facts: CardFacts) -> str:
+    lines = ["## Training", ""]
+    if facts.commands:
+        lines += ["Trained with:", "", "```bash", *facts.commands, "```", ""]
+    else:
+        lines += ["The training command was not recorded.", ""]
+    if facts.dataset:
+        lines += [f"Data: `{facts.dataset}`.", ""]
+    details = {k: v for k, v in facts.provenance.items()
+               if k not in ("commands", "command", "metrics", "evaluation", "license", "dataset")}
+    if details:
+        lines += ["| provenance | value |", "| --- | --- |"]
+        lines += [f"| {key} | {_cell(value)} |" for key, value in details.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _evaluation(facts: CardFacts) -> str:
+    lines = ["## Evaluation", "", "| metric | value |", "| --- | --- |"]
+    lines += [f"| {name} | {_cell(value)} |" for name, value in facts.metrics.items()]
+    lines += ["", f"How they were measured: {facts.evaluation or 'not stated'}.".replace("..", "."), ""]
+    return "\n".join(lines)
+
+
+def _license(facts: CardFacts) -> str:
+    if facts.license:
+        text = f"The weights are released under: {facts.license}."
+        if facts.dataset and facts.dataset.partition(":")[0].lower() in DATASET_LICENSES:
+            text += f" This follows the licence of the training data ({facts.dataset.partition(':')[0]})."
+    else:
+        text = "The weights' licence was not stated; ask the author before reusing them."
+    return f"## Licence\n\n{text}\n"
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` made of YAML-safe builtins (numbers, strings, lists, dicts)."""
+    return json.loads(json.dumps(value, default=str))
