@@ -209,6 +209,13 @@ class Method(nn.Module):
     def setup_fit(self, data: Any) -> None:
         """Called once before training with the training data (None for data-free methods)."""
 
+    def prepare_export(self) -> None:
+        """Called before the training loop samples a grid or writes a model directory.
+
+        For state that inference needs but training does not keep current (e.g. population
+        statistics). It must not draw from the global RNG, so resumed runs stay exact.
+        """
+
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         # The shared training loop calls the (possibly DDP-wrapped) module, so that gradient
         # synchronisation hooks see the forward pass; forward is the training step.

@@ -213,7 +213,7 @@ class Trainer:
         wrapped.train()
         bar = tqdm(total=o.steps, initial=start_step, desc=f"fit {self.cls.name}", unit="step",
                    disable=not (acc.is_main_process and o.progress), dynamic_ncols=True)
-        log = open(self.out / "metrics.jsonl", "a", encoding="utf-8") if acc.is_main_process else None
+        log = open(self.out / "metrics.jsonl", "a", encoding="utf-8", buffering=1) if acc.is_main_process else None
         step, t0 = start_step, time.time()
         try:
             while step < o.steps:
@@ -241,7 +241,6 @@ class Trainer:
                 if o.sample_every and (step % o.sample_every == 0 or done) and acc.is_main_process:
                     self._write_grid(ema if ema is not None else unwrapped, step)
                 if o.checkpoint_every and (step % o.checkpoint_every == 0 or done):
-                    log and log.flush()
                     self._save_checkpoint(unwrapped, ema, optimizers, step, elapsed + time.time() - t0)
         except KeyboardInterrupt:
             if acc.num_processes == 1 and step > start_step:
@@ -279,6 +278,7 @@ class Trainer:
             return
         from .images import save_grid
 
+        model.prepare_export()
         images = model.sample(self.opts.grid_size, seed=GRID_SEED, batch_size=self.opts.grid_size)
         save_grid(images, self.out / "samples" / f"{ckpt.checkpoint_name(step)}.png")
 
@@ -345,6 +345,7 @@ class Trainer:
             "weights": "ema" if getattr(self.config, "ema_decay", 0) else "raw",
             "commands": getattr(self, "commands", [o.command]),
         }
+        model.prepare_export()
         save_pretrained(model, self.out, provenance=provenance)
 
 

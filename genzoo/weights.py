@@ -104,11 +104,19 @@ def save_pretrained(
             json.dump(document, fh, indent=2, sort_keys=False)
             fh.write("\n")
         directory.mkdir(exist_ok=True)
+        mode = 0o666 & ~_umask()
         for name in (WEIGHTS_FILE, CONFIG_FILE):  # weights first: config.json marks a complete model
+            os.chmod(staging / name, mode)
             os.replace(staging / name, directory / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return directory
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 # -- loading -----------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import GenzooError
-from . import eval_cmd, fit_cmd, info_cmd, list_cmd, plugins_cmd, pull_cmd, push_cmd, refine_cmd, sample_cmd
+from . import eval_cmd, export_cmd, fit_cmd, info_cmd, list_cmd, plugins_cmd, pull_cmd, push_cmd, refine_cmd, sample_cmd
 
 
 class GenzooGroup(click.Group):
@@ -30,7 +30,8 @@ def cli() -> None:
     """
 
 
-for module in (list_cmd, info_cmd, plugins_cmd, fit_cmd, sample_cmd, refine_cmd, eval_cmd, push_cmd, pull_cmd):
+for module in (list_cmd, info_cmd, plugins_cmd, fit_cmd, sample_cmd, refine_cmd, eval_cmd, export_cmd, push_cmd,
+               pull_cmd):
     cli.add_command(module.command)
 
 

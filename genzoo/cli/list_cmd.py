@@ -5,7 +5,8 @@ import click
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as JSON.")
-def command(as_json: bool) -> None:
+@click.option("--markdown", is_flag=True, help="Print the model table of docs/models.md.")
+def command(as_json: bool, markdown: bool) -> None:
     """List the pretrained models in the catalogue."""
     from .. import list_models
     from ..plugins import get_host
@@ -14,6 +15,9 @@ def command(as_json: bool) -> None:
     entries = list_models()
     if as_json:
         click.echo(json.dumps([e.as_dict() for e in entries], indent=2, default=str))
+        return
+    if markdown:
+        click.echo(markdown_table(entries))
         return
     if not entries:
         click.echo("no models in the catalogue")
@@ -26,3 +30,18 @@ def command(as_json: bool) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
+
+
+def markdown_table(entries) -> str:
+    """The model zoo table: one row per model, with its metrics and how it was trained."""
+    lines = ["| model | method | dataset | weights | metrics | licence | trained with |", "|---|---|---|---|---|---|---|"]
+    for e in entries:
+        where = f"bundled (`{e.bundled}`)" if e.bundled else (f"hf://{e.hub['repo_id']}" if e.hub else "-")
+        metrics = ", ".join(f"{k} {_short(v)}" for k, v in e.metrics.items()) or "-"
+        command = " ".join(e.command.split()) if e.command else "-"
+        lines.append(f"| `{e.name}` | {e.method} | {e.dataset} | {where} | {metrics} | {e.license or '-'} | `{command}` |")
+    return "\n".join(lines)
+
+
+def _short(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

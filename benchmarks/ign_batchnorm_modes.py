@@ -1,0 +1,92 @@
+"""How should a batch-norm IGN normalise at sampling time? Measures FID and class coverage of f(z) for:
+
+  calibrated   per-source population statistics recomputed on z and on f(z) (what genzoo samples with)
+  batch        train-mode batch statistics of each sampling batch (a sample depends on its batch)
+  pooled       one set of statistics pooled over everything training feeds f (x, z, f(z)): what
+               running averages converge to, i.e. plain eval-mode batch norm
+
+    python benchmarks/ign_batchnorm_modes.py MODEL_DIR [-n 10000] [--data-root ../shared/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+
+import torch
+
+import genzoo
+from genzoo.data import fixed_permutation, load_dataset
+from genzoo.metrics import class_statistics, extract, feature_space, fid
+from genzoo_ign import batchnorm
+
+
+def pooled_copy(model, train_images: torch.Tensor) -> torch.nn.Module:
+    """A copy whose 'noise' and 'image' statistics are one pool over x, z and f(z) inputs."""
+    pooled = copy.deepcopy(model)
+    net = pooled.net
+    bns = batchnorm.layers(net)
+    g = torch.Generator().manual_seed(1)
+    for m in bns:
+        m._sums = [torch.zeros_like(m.weight, dtype=torch.float64), torch.zeros_like(m.weight, dtype=torch.float64),
+                   torch.zeros((), dtype=torch.float64)]
+    net.train()
+    with torch.no_grad():
+        for start in range(0, 4096, 256):
+            x = train_images[start:start + 256] * 2 - 1
+            z = pooled._to_noise(torch.randn(len(x), *pooled.image_shape, 2, generator=g))
+            net(x)
+            fz = net(z)
+            net(fz)
+    for m in bns:
+        total, total_sq, n = m._sums
+        mean = total / n
+        for source in batchnorm.SOURCES:
+            getattr(m, f"{source}_mean").copy_(mean.float())
+            getattr(m, f"{source}_var").copy_((total_sq / n - mean.square()).clamp_min(0).float())
+        m._sums = None
+    return pooled.eval()
+
+
+def batch_mode_samples(model, n: int, batch: int = 256) -> torch.Tensor:
+    out = []
+    model.net.train()
+    with torch.no_grad():
+        for start in range(0, n, batch):
+            noise = genzoo.Noise(0, start, min(n, start + batch))
+            z = model._to_noise(noise.randn(*model.image_shape, 2))
+            out.append(((model.net(z) + 1) / 2).clamp(0, 1))
+    model.net.eval()
+    return torch.cat(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model")
+    parser.add_argument("-n", type=int, default=10000)
+    parser.add_argument("--data-root", default="../shared/data")
+    args = parser.parse_args()
+    model = genzoo.load(args.model)
+    if not batchnorm.layers(model.net):
+        raise SystemExit(f"{args.model} has no batch norm (norm={model.config.norm})")
+    space = feature_space(dataset="mnist")
+    test = load_dataset("mnist:test", args.data_root)
+    real_f, _ = extract(space, test.floats(fixed_permutation(len(test))[: args.n]))
+    train = load_dataset("mnist:train", args.data_root)
+    samples = {
+        "calibrated": model.sample(args.n, seed=0),
+        "batch": batch_mode_samples(model, args.n),
+        "pooled": pooled_copy(model, train.floats(fixed_permutation(len(train))[:4096])).sample(args.n, seed=0),
+    }
+    rows = {}
+    for mode, images in samples.items():
+        feats, probs = extract(space, images)
+        stats = class_statistics(probs, None)
+        rows[mode] = {"fid": round(fid(real_f, feats), 2), "entropy": stats["entropy"], "confidence": stats["confidence"]}
+        print(mode, rows[mode], flush=True)
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

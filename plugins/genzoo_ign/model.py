@@ -1,0 +1,125 @@
+"""The IGN method: one network f, trained so that f(x) = x on data and f(f(z)) = f(z).
+
+sample = f(z); refine = f applied K more times (projects corrupted images onto the learned set).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+import genzoo
+
+from . import batchnorm
+from .losses import ign_losses
+from .network import STAGES, build_network
+from .noise import fourier_noise, fourier_statistics
+
+PAPER = """@inproceedings{shocher2024idempotent,
+  title     = {Idempotent Generative Network},
+  author    = {Shocher, Assaf and Dravid, Amil and Gandelsman, Yossi and Mosseri, Inbar and Rubinstein, Michael and Efros, Alexei A.},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  year      = {2024}
+}"""
+
+
+@dataclass
+class IGNConfig:
+    channels: int = 1
+    image_size: int = 28  # 28, 32 or 64
+    width: int = 64  # channels of the first stage; later stages scale with it
+    bottleneck: int = 100
+    norm: Literal["group", "batch", "none"] = "group"
+    noise: Literal["gaussian", "fourier"] = "gaussian"
+    distance: Literal["l1", "mse"] = "l1"
+    lambda_rec: float = 20.0
+    lambda_idem: float = 20.0
+    lambda_tight: float = 2.5
+    tight_clamp: float = 1.5  # a in tanh(L_t / (a s)) a s; 0 disables the clamp
+    clamp_scale: Literal["rec", "noise"] = "rec"  # s = D(f(x), x) of the paired real image, or D(f(z), z)
+    lr: float = 1e-4
+    beta1: float = 0.5
+    beta2: float = 0.999
+    ema_decay: float = 0.999
+    grad_clip: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.image_size not in STAGES:
+            raise ValueError(f"image_size must be one of {sorted(STAGES)}, got {self.image_size}")
+
+
+class IGN(genzoo.Method):
+    name = "ign"
+    summary = "Idempotent Generative Network: one network f with f(x) = x on data and f(f(z)) = f(z)"
+    Config = IGNConfig
+    capabilities = frozenset({"fit", "sample", "refine"})
+    default_model = "ign-mnist"
+    paper = PAPER
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        c = self.config
+        self.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm)
+        stats_shape = (c.channels, c.image_size, c.image_size, 2)
+        self.register_buffer("fourier_mean", torch.zeros(stats_shape))
+        self.register_buffer("fourier_std", torch.ones(stats_shape))
+
+    # -- noise -------------------------------------------------------------------------------
+
+    def _to_noise(self, standard: torch.Tensor) -> torch.Tensor:
+        """Standard normal draws (N, C, H, W, 2) -> noise images in the network's [-1, 1] space."""
+        if self.config.noise == "fourier":
+            return fourier_noise(standard, self.fourier_mean, self.fourier_std)
+        return standard[..., 0]
+
+    def setup_fit(self, data) -> None:
+        if data.image_shape != self.image_shape:
+            raise genzoo.GenzooError(
+                f"ign is configured for images of shape {self.image_shape} but {data.name} has {data.image_shape}; "
+                f"pass --set channels={data.image_shape[0]} --set image_size={data.image_shape[1]}"
+            )
+        if self.config.noise == "fourier":
+            mean, std = fourier_statistics(data.floats() * 2 - 1)
+            self.fourier_mean.copy_(mean)
+            self.fourier_std.copy_(std)
+
+    # -- verbs -------------------------------------------------------------------------------
+
+    def sample_batch(self, noise, labels):
+        z = self._to_noise(noise.randn(*self.image_shape, 2, device=self.device))
+        with batchnorm.source(self.net, "noise"):
+            return (self.net(z) + 1) / 2
+
+    def refine_batch(self, x, labels, noise, steps):
+        y = x * 2 - 1
+        with batchnorm.source(self.net, "image"):
+            for _ in range(1 if steps is None else steps):
+                y = self.net(y)
+        return (y + 1) / 2
+
+    def prepare_export(self) -> None:
+        """With batch norm: recompute the per-source population statistics sampling uses."""
+        def draw(count: int, generator: torch.Generator) -> torch.Tensor:
+            standard = torch.randn(count, *self.image_shape, 2, generator=generator)
+            return self._to_noise(standard.to(self.device))
+
+        batchnorm.calibrate(self.net, draw)
+
+    def losses(self, x: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-sample rec, idem and tight losses for x and z in [-1, 1] space."""
+        c = self.config
+        return ign_losses(self.net, x, z, kind=c.distance, clamp=c.tight_clamp, clamp_scale=c.clamp_scale)
+
+    def training_step(self, batch):
+        c = self.config
+        x = batch["x"] * 2 - 1
+        z = self._to_noise(torch.randn(*x.shape, 2, device=x.device))
+        parts = {k: v.float().mean() for k, v in self.losses(x, z).items()}
+        loss = c.lambda_rec * parts["rec"] + c.lambda_idem * parts["idem"] + c.lambda_tight * parts["tight"]
+        return {"loss": loss, **parts}
+
+    def configure_optimizers(self):
+        c = self.config
+        return torch.optim.Adam(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))

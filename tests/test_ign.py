@@ -1,0 +1,172 @@
+"""IGN: gradient routing of each loss, the clamp, Fourier noise, overfitting, per-seed determinism."""
+
+import copy
+
+import pytest
+import torch
+
+import genzoo
+from genzoo.data import ImageData, load_dataset
+from genzoo_ign import IGN
+from genzoo_ign.losses import distance, smooth_clamp
+from genzoo_ign.noise import fourier_noise, fourier_statistics
+
+
+def small_ign(**overrides):
+    torch.manual_seed(0)
+    return IGN({"width": 16, "bottleneck": 16, **overrides})
+
+
+def _grads(model, loss):
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    return {n: (p.grad.clone() if p.grad is not None else torch.zeros_like(p)) for n, p in model.net.named_parameters()}
+
+
+def _inputs():
+    g = torch.Generator().manual_seed(1)
+    return torch.rand(4, 1, 28, 28, generator=g) * 2 - 1, torch.randn(4, 1, 28, 28, generator=g)
+
+
+def test_idem_loss_reaches_parameters_only_through_the_inner_application():
+    model = small_ign(tight_clamp=0.0)
+    x, z = _inputs()
+    got = _grads(model, model.losses(x, z)["idem"].mean())
+    frozen = copy.deepcopy(model.net).requires_grad_(False)
+    fz = model.net(z)
+    want = _grads(model, distance(frozen(fz), fz, "l1").mean())
+    assert all(torch.allclose(got[k], want[k], atol=1e-7) for k in got)
+    both = _grads(model, distance(model.net(model.net(z)), model.net(z), "l1").mean())
+    assert any(not torch.allclose(got[k], both[k], atol=1e-7) for k in got)  # routing changes the gradient
+    assert any(g.abs().sum() > 0 for g in got.values())
+
+
+def test_tight_loss_reaches_parameters_only_through_the_outer_application():
+    model = small_ign(tight_clamp=0.0)
+    x, z = _inputs()
+    got = _grads(model, model.losses(x, z)["tight"].mean())
+    with torch.no_grad():
+        y = model.net(z)
+    want = _grads(model, -distance(model.net(y), y, "l1").mean())
+    assert all(torch.allclose(got[k], want[k], atol=1e-7) for k in got)
+
+
+def test_rec_loss_is_plain_reconstruction():
+    model = small_ign()
+    x, z = _inputs()
+    got = _grads(model, model.losses(x, z)["rec"].mean())
+    want = _grads(model, distance(model.net(x), x, "l1").mean())
+    assert all(torch.allclose(got[k], want[k], atol=1e-7) for k in got)
+
+
+def test_frozen_copy_accumulates_no_gradient_and_hooks_see_four_applications():
+    model = small_ign()
+    x, z = _inputs()
+    calls = []
+    handle = model.net.register_forward_hook(lambda mod, inp, out: calls.append(out))
+    losses = model.losses(x, z)
+    handle.remove()
+    assert len(calls) == 4  # f(x), f(z), frozen f(f(z)), f(y)
+    outputs_needing_grad = [out.requires_grad for out in calls]
+    assert outputs_needing_grad == [True, True, True, True]
+    sum(v.mean() for v in losses.values()).backward()
+    assert all(p.grad is not None for p in model.net.parameters())
+
+
+def test_smooth_clamp_is_linear_near_zero_bounded_odd_and_monotone():
+    s = torch.tensor(0.2)
+    v = torch.linspace(-5, 5, 1001)
+    out = smooth_clamp(v, s, 1.5)
+    assert out.abs().max() <= 1.5 * 0.2 + 1e-6
+    assert torch.allclose(smooth_clamp(torch.tensor(1e-4), s, 1.5), torch.tensor(1e-4), rtol=1e-3)
+    assert torch.allclose(out, -smooth_clamp(-v, s, 1.5))
+    assert (out[1:] >= out[:-1]).all()
+
+
+def test_fourier_noise_reproduces_the_statistics_and_round_trips_through_the_model_dir(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    images = (torch.rand(512, 1, 28, 28, generator=g) < torch.linspace(0, 1, 28).view(1, 1, 1, 28)).to(torch.uint8) * 255
+    model = small_ign(noise="fourier")
+    model.setup_fit(ImageData(images, None, "stripes"))
+    mean, std = fourier_statistics(images.float() / 255 * 2 - 1)
+    assert torch.equal(model.fourier_mean, mean) and torch.equal(model.fourier_std, std)
+    loaded = genzoo.load(genzoo.save_pretrained(model, tmp_path / "m"))
+    assert torch.equal(loaded.fourier_mean, mean) and torch.equal(loaded.fourier_std, std)
+    draws = fourier_noise(torch.randn(4000, 1, 28, 28, 2, generator=g), mean, std)
+    pixel_mean = (images.float() / 255 * 2 - 1).mean(0)
+    assert (draws.mean(0) - pixel_mean).abs().mean() < 0.05  # the noise carries the data's mean image
+
+
+def _overfit(images):
+    torch.manual_seed(0)
+    model = IGN({"lr": 1e-3, "ema_decay": 0.0})
+    opt = model.configure_optimizers()
+    batch = {"x": images, "y": None}
+    for _ in range(300):
+        out = model.training_step(batch)
+        opt.zero_grad()
+        out["loss"].backward()
+        opt.step()
+    return model.losses(images * 2 - 1, torch.randn_like(images))["rec"].mean().item()
+
+
+def test_overfits_eight_synthetic_digits_to_near_zero_reconstruction():
+    g = torch.Generator().manual_seed(0)
+    images = torch.zeros(8, 1, 28, 28)
+    for i in range(8):
+        r, c = torch.randint(4, 20, (2,), generator=g)
+        images[i, 0, r:r + 6, c:c + 3] = 1.0
+    assert _overfit(images) < 0.03
+
+
+def test_overfits_eight_real_digits_to_near_zero_reconstruction(mnist_root):
+    images = load_dataset("mnist", mnist_root).floats(torch.arange(8))
+    assert _overfit(images) < 0.03
+
+
+@pytest.mark.parametrize("norm", ["group", "none"])
+def test_a_sample_depends_only_on_its_own_seed_and_index(norm):
+    model = small_ign(norm=norm).eval()
+    a = model.sample(64, seed=0, batch_size=64)
+    b = model.sample(16, seed=0, batch_size=5)
+    assert torch.allclose(a[:16], b, atol=1e-6)
+    assert torch.equal(model.sample(16, seed=0, batch_size=64), a[:16])
+
+
+def test_apply_k_equals_refining_k_minus_one_times():
+    from genzoo.generate import generate
+
+    model = small_ign()
+    once = model.sample(4, seed=3)
+    thrice, _ = generate(model, 4, seed=3, apply=3)
+    assert torch.allclose(thrice, model.refine(model.refine(once, steps=1), steps=1), atol=1e-6)
+    assert torch.equal(model.refine(once, steps=0), once)
+
+
+def test_wrong_image_shape_for_fit_names_the_fix():
+    model = small_ign()
+    with pytest.raises(genzoo.GenzooError, match="--set channels=3 --set image_size=32"):
+        model.setup_fit(ImageData(torch.zeros(4, 3, 32, 32, dtype=torch.uint8), None, "cifar"))
+
+
+def test_batch_norm_statistics_are_recomputed_per_source_and_sampling_is_batch_independent():
+    from genzoo_ign import batchnorm
+
+    model = small_ign(norm="batch")
+    model.prepare_export()
+    a = model.sample(32, seed=0, batch_size=32)
+    b = model.sample(8, seed=0, batch_size=3)
+    assert torch.allclose(a[:8], b, atol=1e-6)
+    # Calibrated inference on a big batch of noise matches what train-mode batch statistics give it.
+    g = torch.Generator().manual_seed(5)
+    z = torch.randn(2048, 1, 28, 28, generator=g)
+    with torch.no_grad():
+        model.net.train()
+        batch_stats = model.net(z)
+        model.net.eval()
+        with batchnorm.source(model.net, "noise"):
+            population = model.net(z)
+    assert (batch_stats - population).abs().mean() < 0.02 * batch_stats.abs().mean()
+    noise_mean = [m.noise_mean.clone() for m in batchnorm.layers(model.net)]
+    image_mean = [m.image_mean.clone() for m in batchnorm.layers(model.net)]
+    assert any(not torch.allclose(n, i) for n, i in zip(noise_mean, image_mean))
