@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..errors import GenzooError
@@ -10,6 +12,12 @@ from . import eval_cmd, export_cmd, fit_cmd, info_cmd, list_cmd, plugins_cmd, pu
 
 class GenzooGroup(click.Group):
     """Turns GenzooError into click's one-line ``Error: ...`` and exit status 1."""
+
+    argv: list[str] = []  # the arguments of the current invocation, for provenance records
+
+    def main(self, args=None, *rest, **kwargs):
+        GenzooGroup.argv = list(sys.argv[1:] if args is None else args)
+        return super().main(args, *rest, **kwargs)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -1,5 +1,4 @@
 import shlex
-import sys
 
 import click
 
@@ -27,8 +26,9 @@ def command(method, dataset, data_root, steps, batch_size, out, sets, seed, bf16
     """
     from ..configs import parse_assignments
     from ..train import fit
+    from . import GenzooGroup
 
-    command_line = "genzoo " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command_line = "genzoo " + " ".join(shlex.quote(a) for a in GenzooGroup.argv)
     path = fit(
         method, steps=steps, out=out, dataset=dataset, config=parse_assignments(sets), data_root=data_root,
         batch_size=batch_size, seed=seed, bf16=bf16, resume=resume, checkpoint_every=checkpoint_every,

@@ -1,0 +1,102 @@
+"""The CLI as a user runs it: list, info, sample in every format, refine from files, errors."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+from PIL import Image
+
+import genzoo
+from genzoo.cli import cli
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def test_list_and_info_show_registry_and_plugin_models(runner, toy_site):
+    listed = runner.invoke(cli, ["list", "--json"])
+    names = {row["name"] for row in json.loads(listed.output)}
+    assert {"features-mnist", "toy-tiny"} <= names
+    info = runner.invoke(cli, ["info", "features-mnist"])
+    assert info.exit_code == 0
+    assert "command: genzoo fit feature-classifier" in info.output and "test_accuracy" in info.output
+    assert "CC BY-SA 3.0" in info.output
+
+
+def test_sample_writes_a_grid_npz_and_png_dir_from_a_model_directory(runner, toy_model_dir, tmp_path):
+    grid = tmp_path / "grid.png"
+    assert runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "9", "-o", str(grid)]).exit_code == 0
+    assert Image.open(grid).size == (3 * 8 + 4 * 2, 3 * 8 + 4 * 2)  # 3x3 grid of 8x8 with 2-pixel padding
+    npz = tmp_path / "s.npz"
+    result = runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "5", "--seed", "3", "--format", "npz", "-o", str(npz)])
+    assert result.exit_code == 0, result.output
+    x = np.load(npz)["x"]
+    assert x.shape == (5, 1, 8, 8) and x.dtype == np.uint8
+    expected = genzoo.load(toy_model_dir).sample(5, seed=3)
+    assert np.array_equal(x, (expected * 255).round().to(torch.uint8).numpy())
+    floats = tmp_path / "f.npz"
+    runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "5", "--seed", "3", "--format", "npz", "--float", "-o", str(floats)])
+    assert np.allclose(np.load(floats)["x"], expected.numpy())
+    folder = tmp_path / "pngs"
+    runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "3", "--format", "png-dir", "-o", str(folder)])
+    assert sorted(p.name for p in folder.iterdir()) == ["00000.png", "00001.png", "00002.png"]
+
+
+def test_sample_options_labels_and_apply(runner, toy_model_dir, tmp_path):
+    out = tmp_path / "s.npz"
+    ok = runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "2", "--opt", "temperature=0", "--apply", "2",
+                             "--format", "npz", "-o", str(out)])
+    assert ok.exit_code == 0, ok.output
+    bad = runner.invoke(cli, ["sample", str(toy_model_dir), "--opt", "heat=1"])
+    assert bad.exit_code == 1 and "options: temperature" in bad.output
+    labels = runner.invoke(cli, ["sample", str(toy_model_dir), "--labels", "1,2"])
+    assert labels.exit_code == 1 and "unconditional" in labels.output
+
+
+def test_refine_reads_png_files_folders_and_npz_and_refuses_wrong_sizes(runner, toy_model_dir, tmp_path):
+    model = genzoo.load(toy_model_dir)
+    images = model.sample(3, seed=0)
+    genzoo_images = __import__("genzoo.images", fromlist=["save_images"])
+    genzoo_images.save_images(images, tmp_path / "in", "png-dir")
+    genzoo_images.save_images(images, tmp_path / "in.npz", "npz")
+    for source in (tmp_path / "in", tmp_path / "in" / "00000.png", tmp_path / "in.npz"):
+        out = tmp_path / "out.npz"
+        result = runner.invoke(cli, ["refine", str(toy_model_dir), "--input", str(source), "--format", "npz", "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        refined = np.load(out)["x"]
+        assert refined.shape[1:] == (1, 8, 8)
+    Image.new("RGB", (16, 16)).save(tmp_path / "big.png")
+    wrong = runner.invoke(cli, ["refine", str(toy_model_dir), "--input", str(tmp_path / "big.png")])
+    assert wrong.exit_code == 1 and "shape (1, 8, 8)" in wrong.output and "got (3, 16, 16)" in wrong.output
+    missing = runner.invoke(cli, ["refine", str(toy_model_dir), "--input", str(tmp_path / "nope.png")])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+
+
+def test_fit_through_the_cli_then_sample_the_run_directory(runner, toy_site, toy_npz, tmp_path):
+    out = tmp_path / "run"
+    fit = runner.invoke(cli, ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "4", "--batch-size", "8",
+                              "--out", str(out), "--set", "lr=0.05", "--no-progress"])
+    assert fit.exit_code == 0, fit.output
+    assert json.loads((out / "fit.json").read_text())["commands"][0].startswith("genzoo fit toy")
+    assert runner.invoke(cli, ["sample", str(out), "-o", str(tmp_path / "g.png")]).exit_code == 0
+    bad = runner.invoke(cli, ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "4", "--out", str(tmp_path / "x"),
+                              "--set", "lr=fast"])
+    assert bad.exit_code == 1 and "field 'lr' must be a number" in bad.output
+
+
+def test_unknown_model_and_missing_directory_are_one_line_errors(runner):
+    unknown = runner.invoke(cli, ["sample", "no-such-model"])
+    assert unknown.exit_code == 1 and "unknown model 'no-such-model'" in unknown.output
+    assert len(unknown.output.strip().splitlines()) == 1
+    missing = runner.invoke(cli, ["sample", "./no/such/dir"])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+
+
+def test_every_verb_has_help(runner):
+    for name in cli.commands:
+        result = runner.invoke(cli, [name, "--help"])
+        assert result.exit_code == 0 and "Usage:" in result.output

@@ -1,0 +1,58 @@
+"""Datasets: npz splits and layouts, folders, real MNIST when present, and clear errors."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from genzoo.data import load_dataset
+from genzoo.errors import GenzooError
+
+
+def test_npz_with_splits_and_nhwc_layout(tmp_path):
+    path = tmp_path / "d.npz"
+    np.savez(path, x_train=np.zeros((5, 4, 4, 3), np.uint8), y_train=np.arange(5), x_test=np.ones((2, 4, 4, 3), np.uint8))
+    train = load_dataset(f"npz:{path}:train")
+    assert train.images.shape == (5, 3, 4, 4) and train.labels.tolist() == [0, 1, 2, 3, 4]
+    assert load_dataset(f"npz:{path}:test").labels is None
+    with pytest.raises(GenzooError, match=r"has no array 'x'.*splits \['test', 'train'\]"):
+        load_dataset(f"npz:{path}")
+
+
+def test_float_npz_in_unit_range_is_quantised_by_rounding(tmp_path):
+    path = tmp_path / "f.npz"
+    np.savez(path, x=np.full((2, 3, 3), 0.5019608, np.float32))
+    assert load_dataset(f"npz:{path}").images.unique().tolist() == [128]
+    np.savez(path, x=np.full((2, 3, 3), 2.0, np.float32))
+    with pytest.raises(GenzooError, match=r"\[0, 1\]"):
+        load_dataset(f"npz:{path}")
+
+
+def test_image_folder_with_class_subfolders(tmp_path):
+    for label in ("cat", "dog"):
+        (tmp_path / label).mkdir()
+        for i in range(2):
+            Image.new("L", (6, 6), color=40 * i).save(tmp_path / label / f"{i}.png")
+    data = load_dataset(f"folder:{tmp_path}")
+    assert data.images.shape == (4, 1, 6, 6) and data.labels.tolist() == [0, 0, 1, 1]
+
+
+def test_missing_mnist_offline_names_the_files_and_the_flag(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENZOO_OFFLINE", "1")
+    with pytest.raises(GenzooError, match=r"MNIST is not under .*MNIST/raw.*--data-root"):
+        load_dataset("mnist", tmp_path)
+
+
+def test_unknown_dataset_and_split(tmp_path):
+    with pytest.raises(GenzooError, match="unknown dataset 'imagenet'"):
+        load_dataset("imagenet", tmp_path)
+    with pytest.raises(GenzooError, match="mnist splits are train and test"):
+        load_dataset("mnist:valid", tmp_path)
+
+
+def test_real_mnist_from_shared_data(mnist_root):
+    train = load_dataset("mnist", mnist_root)
+    test = load_dataset("mnist:test", mnist_root)
+    assert train.images.shape == (60000, 1, 28, 28) and len(test) == 10000
+    assert train.labels.bincount().min() > 5000
+    assert train.images.dtype == torch.uint8
