@@ -1,0 +1,217 @@
+"""Robust joint classifier-discriminator refiner (Golan, Ganz and Elad, NeurIPS 2024).
+
+One network J gives C class logits. Trained adversarially, it is a robust classifier (its input
+gradients are perceptually aligned, as in BIGRoC) and an energy-based discriminator. Refinement
+moves any generator's samples a few normalised gradient steps up log p(y|x) + realness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+import genzoo
+
+from .attacks import pgd_ascent, project, random_start
+from .network import build_classifier
+
+PAPER = """@inproceedings{golan2024enhancing,
+  title     = {Enhancing Consistency-Based Image Generation via Adversarially-Trained Classification and Energy-Based Discrimination},
+  author    = {Golan, Shelly and Ganz, Roy and Elad, Michael},
+  booktitle = {Advances in Neural Information Processing Systems (NeurIPS)},
+  year      = {2024}
+}"""
+
+
+@dataclass
+class RobustConfig:
+    channels: int = 1
+    image_size: int = 28
+    num_classes: int = 10
+    width: int = 32
+    base: str = "ign-mnist"  # the generator whose samples are the fakes (any genzoo model that samples)
+    realness: Literal["energy", "logit"] = "energy"  # sigmoid(logsumexp J(x)) or sigmoid(J_y(x))
+    discriminator: bool = True  # False: the classifier-only ablation (BIGRoC)
+    adversarial: bool = True  # False: plain training (the non-robust ablation)
+    eps_real: float = 1.0  # L2 radius of PGD on real images, in [0, 1] pixel units
+    steps_real: int = 3
+    eps_fake: float = 3.0  # L2 radius of PGD pushing fakes towards looking real
+    steps_fake: int = 3
+    real_target: float = 0.9  # BCE target for real images (the paper's target value)
+    fake_target: float = 0.0
+    lambda_bce: float = 1.0
+    ce_on_fakes: bool = False
+    lr: float = 1e-4
+    grad_clip: float | None = 1.0
+    ema_decay: float = 0.0
+    refine_steps: int = 30
+    refine_eps: float = 2.0  # L2 radius of refinement around the input, [0, 1] pixel units
+    refine_step_size: float = 0.1
+    refine_realness_weight: float = 1.0
+    langevin: float = 0.0  # std of the noise added at each refinement step (0: plain ascent)
+    stop_at: float = 0.0  # stop refining an image once its realness exceeds this (0: never)
+
+    def __post_init__(self) -> None:
+        if self.image_size % 4:
+            raise ValueError(f"image_size must be divisible by 4, got {self.image_size}")
+
+
+class RobustRefiner(genzoo.Method):
+    name = "robust"
+    summary = "adversarially trained classifier that is also an energy-based discriminator; refines any generator"
+    Config = RobustConfig
+    capabilities = frozenset({"fit", "sample", "refine"})
+    default_model = "robust-mnist"
+    paper = PAPER
+    refine_options = {"eps": float, "step_size": float, "langevin": float, "stop_at": float}
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        c = self.config
+        self.net = build_classifier(c.channels, c.image_size, c.num_classes, c.width)
+        # mean logits of J over the base generator's samples: the fixed debiasing offset for labels
+        self.register_buffer("label_bias", torch.zeros(c.num_classes))
+        self._base: list = []  # the base generator, loaded on demand and never saved with J
+
+    # -- scores --------------------------------------------------------------------------------
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x * 2 - 1)
+
+    def realness_logit(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The discriminator's logit: logsumexp_c J_c (= -E(x)) or the target-class logit J_y."""
+        if self.config.realness == "energy":
+            return torch.logsumexp(logits, dim=1)
+        return logits.gather(1, labels[:, None])[:, 0]
+
+    def predict_labels(self, x: torch.Tensor, *, batch_debias: bool = False) -> torch.Tensor:
+        """J's prediction for unlabelled samples, debiased as in BIGRoC by mean logits over generated images.
+
+        In training the mean is the batch's; at inference it is ``label_bias`` (fixed at export from
+        the base generator's samples), so an image's label never depends on the rest of its batch.
+        """
+        with torch.no_grad():
+            logits = self.logits(x)
+            bias = logits.mean(0, keepdim=True) if batch_debias else self.label_bias
+            return (logits - bias).argmax(1)
+
+    def prepare_export(self) -> None:
+        try:
+            base = self.base
+        except genzoo.GenzooError:
+            return  # no base generator available: keep the stored offset
+        with torch.no_grad():
+            images = base.sample(1024, seed=0, batch_size=256, device=self.device).to(self.device)
+            self.label_bias.copy_(self.logits(images).mean(0))
+
+    # -- the base generator ---------------------------------------------------------------------
+
+    @property
+    def base(self) -> genzoo.Method:
+        if not self._base:
+            self._base.append(genzoo.load(self.config.base, device=self.device).eval().requires_grad_(False))
+        return self._base[0]
+
+    def _fakes(self, n: int, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+        seed = int(torch.randint(0, 2**62, (1,)).item())  # from the training RNG: an exact resume redraws them
+        base = self.base
+        labels = (torch.arange(n) % base.num_classes) if base.num_classes else None
+        images = base.sample(n, seed=seed, labels=labels, batch_size=n, device=device)
+        return images.to(device), (labels.to(device) if labels is not None else None)
+
+    # -- training ---------------------------------------------------------------------------------
+
+    def training_step(self, batch):
+        c = self.config
+        x, y = batch["x"], batch["y"]
+        if y is None:
+            raise genzoo.GenzooError("robust trains on labelled images; use a dataset with labels (e.g. mnist)")
+        losses: dict[str, torch.Tensor] = {}
+        if c.adversarial:
+            def real_objective(images):  # the joint loss on reals, which PGD maximises
+                logits = self.logits(images)
+                value = F.cross_entropy(logits, y, reduction="none")
+                if c.discriminator:
+                    value = value + c.lambda_bce * F.binary_cross_entropy_with_logits(
+                        self.realness_logit(logits, y), torch.full_like(value, c.real_target), reduction="none")
+                return value
+
+            x_adv = pgd_ascent(real_objective, x, eps=c.eps_real, steps=c.steps_real, start=random_start(x, c.eps_real))
+        else:
+            x_adv = x
+        logits_real = self.logits(x_adv)
+        losses["ce"] = F.cross_entropy(logits_real, y)
+        loss = losses["ce"]
+        with torch.no_grad():
+            losses["accuracy"] = (logits_real.argmax(1) == y).float().mean()
+        if c.discriminator:
+            fakes, fake_labels = self._fakes(x.shape[0], x.device)
+            if fake_labels is None:
+                fake_labels = self.predict_labels(fakes, batch_debias=True)
+
+            def fake_objective(images):  # BCE towards "fake": maximising it makes fakes look real
+                return F.binary_cross_entropy_with_logits(
+                    self.realness_logit(self.logits(images), fake_labels),
+                    torch.full((images.shape[0],), c.fake_target, device=images.device), reduction="none")
+
+            fakes_adv = pgd_ascent(fake_objective, fakes, eps=c.eps_fake, steps=c.steps_fake) if c.adversarial else fakes
+            logits_fake = self.logits(fakes_adv)
+            real_score = self.realness_logit(logits_real, y)
+            fake_score = self.realness_logit(logits_fake, fake_labels)
+            losses["bce_real"] = F.binary_cross_entropy_with_logits(real_score, torch.full_like(real_score, c.real_target))
+            losses["bce_fake"] = F.binary_cross_entropy_with_logits(fake_score, torch.full_like(fake_score, c.fake_target))
+            loss = loss + c.lambda_bce * (losses["bce_real"] + losses["bce_fake"])
+            if c.ce_on_fakes:
+                losses["ce_fake"] = F.cross_entropy(logits_fake, fake_labels)
+                loss = loss + losses["ce_fake"]
+            with torch.no_grad():
+                losses["real_prob"] = torch.sigmoid(real_score).mean()
+                losses["fake_prob"] = torch.sigmoid(fake_score).mean()
+        losses["loss"] = loss
+        return losses
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.net.parameters(), lr=self.config.lr)
+
+    # -- refinement -------------------------------------------------------------------------------
+
+    def refine_batch(self, x, labels, noise, steps, eps=None, step_size=None, langevin=None, stop_at=None):
+        c = self.config
+        steps = c.refine_steps if steps is None else steps
+        eps = c.refine_eps if eps is None else eps
+        step_size = c.refine_step_size if step_size is None else step_size
+        langevin = c.langevin if langevin is None else langevin
+        stop_at = c.stop_at if stop_at is None else stop_at
+        if steps == 0:
+            return x
+        labels = self.predict_labels(x) if labels is None else labels
+        kicks = noise.randn(steps, *x.shape[1:], device=x.device) if langevin > 0 else None
+        origin, current = x.detach(), x.detach()
+        active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
+        for k in range(steps):
+            current.requires_grad_(True)
+            with torch.enable_grad():
+                logits = self.logits(current)
+                realness = self.realness_logit(logits, labels)
+                objective = F.log_softmax(logits, 1).gather(1, labels[:, None])[:, 0]
+                if c.discriminator:
+                    objective = objective + c.refine_realness_weight * F.logsigmoid(realness)
+                (grad,) = torch.autograd.grad(objective.sum(), current)
+            if stop_at > 0:
+                active &= torch.sigmoid(realness.detach()) < stop_at
+            norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, 1, 1, 1)
+            update = step_size * grad / norm
+            if kicks is not None:
+                update = update + langevin * kicks[:, k]
+            current = torch.where(active.view(-1, 1, 1, 1), project(current.detach() + update, origin, eps), current.detach())
+        return current
+
+    def sample_batch(self, noise, labels):
+        base = self.base
+        base_labels = labels if base.num_classes else None
+        images = base.sample_batch(noise.child("base"), base_labels)
+        with torch.enable_grad():
+            return self.refine_batch(images.clamp(0, 1), labels if base.num_classes else None, noise.child("refine"), None)

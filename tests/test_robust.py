@@ -1,0 +1,113 @@
+"""Robust refiner: PGD geometry, identity at 0 steps, gradient reaching every loss term, composition."""
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+import genzoo
+from genzoo.cli import cli
+from genzoo_robust import RobustRefiner
+from genzoo_robust.attacks import pgd_ascent, project, random_start
+
+
+def small(**overrides):
+    torch.manual_seed(0)
+    return RobustRefiner({"width": 8, **overrides})
+
+
+def test_projection_and_pgd_stay_inside_the_ball_and_the_pixel_range():
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(6, 1, 28, 28, generator=g)
+    start = random_start(x, 1.5, generator=g)
+    assert ((start - x).flatten(1).norm(dim=1) <= 1.5 + 1e-5).all() and start.min() >= 0 and start.max() <= 1
+    far = project(x + 10 * torch.randn(x.shape, generator=g), x, 0.7)
+    assert ((far - x).flatten(1).norm(dim=1) <= 0.7 + 1e-5).all() and far.min() >= 0 and far.max() <= 1
+    model = small()
+    adv = pgd_ascent(lambda im: model.logits(im)[:, 3], x, eps=0.5, steps=5)
+    assert ((adv - x).flatten(1).norm(dim=1) <= 0.5 + 1e-5).all() and adv.min() >= 0 and adv.max() <= 1
+    assert (model.logits(adv)[:, 3] > model.logits(x)[:, 3]).all()  # it ascends
+    assert all(p.grad is None for p in model.parameters())  # and leaves parameter gradients alone
+
+
+def test_refine_with_zero_steps_is_the_identity():
+    model = small()
+    x = torch.rand(4, 1, 28, 28)
+    assert torch.equal(model.refine(x, labels=[1, 2, 3, 4], steps=0), x)
+
+
+def test_refine_stays_within_its_radius_and_raises_the_objective():
+    model = small()
+    x = torch.rand(4, 1, 28, 28, generator=torch.Generator().manual_seed(1))
+    labels = torch.tensor([0, 1, 2, 3])
+    out = model.refine(x, labels=labels, steps=10, eps=0.8)
+    assert ((out - x).flatten(1).norm(dim=1) <= 0.8 + 1e-4).all()
+    with torch.no_grad():
+        before = torch.log_softmax(model.logits(x), 1).gather(1, labels[:, None])
+        after = torch.log_softmax(model.logits(out), 1).gather(1, labels[:, None])
+    assert (after > before).all()
+
+
+def test_langevin_refinement_is_reproducible_per_seed():
+    model = small(langevin=0.05)
+    x = torch.rand(3, 1, 28, 28)
+    a = model.refine(x, labels=[0, 1, 2], steps=3, seed=7)
+    assert torch.equal(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=7))
+    assert torch.allclose(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=7, batch_size=1), atol=1e-5)
+    assert not torch.equal(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=8))
+
+
+@pytest.mark.parametrize("realness", ["energy", "logit"])
+def test_every_loss_term_sends_gradient_to_the_classifier(toy_site, toy_model_dir, realness, monkeypatch):
+    model = small(realness=realness, ce_on_fakes=True)
+    fakes = torch.rand(4, 1, 28, 28)
+    monkeypatch.setattr(model, "_fakes", lambda n, device: (fakes[:n], None))
+    batch = {"x": torch.rand(4, 1, 28, 28), "y": torch.tensor([0, 1, 2, 3])}
+    losses = model.training_step(batch)
+    for term in ("ce", "bce_real", "bce_fake", "ce_fake"):
+        model.zero_grad(set_to_none=True)
+        losses = model.training_step(batch)
+        losses[term].backward()
+        total = sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None)
+        assert total > 0, f"{term} sends no gradient: it is detached (the released code's bug)"
+
+
+def test_classifier_only_ablation_has_no_discriminator_terms(monkeypatch):
+    model = small(discriminator=False)
+    monkeypatch.setattr(model, "_fakes", lambda n, device: pytest.fail("the ablation must not sample fakes"))
+    losses = model.training_step({"x": torch.rand(2, 1, 28, 28), "y": torch.tensor([0, 1])})
+    assert "bce_fake" not in losses and "ce" in losses
+
+
+def _tiny_generator_dir(tmp_path):
+    """A 28x28 sample-only generator for composition tests (the toy plugin's 'sample-only')."""
+    from genzoo.plugins import get_host
+
+    torch.manual_seed(0)
+    cls = get_host().method("sample-only")
+    return genzoo.save_pretrained(cls({"image_size": 28}), tmp_path / "gen")
+
+
+def test_sample_refine_composition_through_the_cli_is_deterministic(toy_site, tmp_path):
+    gen = _tiny_generator_dir(tmp_path)
+    refiner = genzoo.save_pretrained(small(base=str(gen), refine_steps=3), tmp_path / "refiner")
+    runner = CliRunner()
+    outs = []
+    for name in ("a.npz", "b.npz"):
+        result = runner.invoke(cli, ["sample", str(gen), "-n", "5", "--seed", "2", "--refine", str(refiner),
+                                     "--format", "npz", "-o", str(tmp_path / name), "--batch-size", "2"])
+        assert result.exit_code == 0, result.output
+        outs.append(__import__("numpy").load(tmp_path / name)["x"])
+    assert (outs[0] == outs[1]).all()
+    plain = genzoo.load(gen).sample(5, seed=2)
+    assert not torch.equal(torch.from_numpy(outs[0]).float() / 255, plain)
+    own = runner.invoke(cli, ["sample", str(refiner), "-n", "3", "-o", str(tmp_path / "own.png")])
+    assert own.exit_code == 0, own.output
+
+
+def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
+    gen = _tiny_generator_dir(tmp_path)
+    model = small(base=str(gen))
+    model.prepare_export()
+    assert model.label_bias.abs().sum() > 0
+    x = torch.rand(8, 1, 28, 28)
+    assert torch.equal(model.predict_labels(x)[:3], model.predict_labels(x[:3]))
