@@ -31,7 +31,7 @@ class IGNConfig:
     image_size: int = 28  # 28, 32 or 64
     width: int = 64  # channels of the first stage; later stages scale with it
     bottleneck: int = 100
-    norm: Literal["group", "batch", "none"] = "group"
+    norm: Literal["batch", "group", "none"] = "batch"  # batch: per-source calibrated statistics (docs/methods/ign.md)
     noise: Literal["gaussian", "fourier"] = "gaussian"
     distance: Literal["l1", "mse"] = "l1"
     lambda_rec: float = 20.0
