@@ -38,7 +38,7 @@ class IGNConfig:
     lambda_idem: float = 20.0
     lambda_tight: float = 2.5
     tight_clamp: float = 1.5  # a in tanh(L_t / (a s)) a s; 0 disables the clamp
-    clamp_scale: Literal["rec", "noise"] = "rec"  # s = D(f(x), x) of the paired real image, or D(f(z), z)
+    clamp_scale: Literal["noise", "rec"] = "noise"  # s = D(f(z), z), or D(f(x), x) of the paired real image
     lr: float = 1e-4
     beta1: float = 0.5
     beta2: float = 0.999
