@@ -1,10 +1,10 @@
 """Refinement benchmark: ign-mnist samples before and after each refiner, in genzoo's MNIST features.
 
     python benchmarks/robust_refine.py --refiners robust-mnist,DIR_CLASSIFIER_ONLY,DIR_PLAIN \
-        --data-root ../shared/data [-n 10000] [--json docs/results/robust.json]
+        --data-root ../shared/data [-n 10000] [--steps K --eps R --step-size S] [--json docs/results/robust.json]
 
 For each refiner: FID, KID, precision, recall, class entropy and confidence of the refined
-samples, how often the eval classifier agrees with the label the refiner aimed at, and
+samples, how often the eval classifier agrees with the label the refiner aimed at (before and after), and
 refinement speed (images/s). The generator's samples are drawn once (seed 0) and shared.
 """
 
@@ -27,6 +27,8 @@ def main() -> None:
     parser.add_argument("--data-root", default="../shared/data")
     parser.add_argument("-n", type=int, default=10000)
     parser.add_argument("--steps", type=int, default=None, help="refinement steps (default: each refiner's own)")
+    parser.add_argument("--eps", type=float, default=None, help="refinement radius (default: each refiner's own)")
+    parser.add_argument("--step-size", type=float, default=None, help="refinement step size (default: each refiner's own)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
@@ -38,15 +40,20 @@ def main() -> None:
     for name in args.refiners.split(","):
         refiner = genzoo.load(name)
         labels = refiner.predict_labels(samples)
+        options = {k: v for k, v in (("eps", args.eps), ("step_size", args.step_size)) if v is not None}
+        before = genzoo.evaluate(samples, n=args.n, labels=labels, metrics="accuracy", data_root=args.data_root,
+                                 progress=False)["metrics"]["accuracy"]
         t = time.time()
-        refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=0, progress=True)
+        refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=0, progress=True, **options)
         speed = args.n / (time.time() - t)
         report = genzoo.evaluate(refined, n=args.n, labels=labels, metrics=metrics + ",accuracy",
                                  data_root=args.data_root, progress=False)
         report["refine_images_per_second"] = round(speed, 1)
+        report["refine_options"] = {"steps": args.steps, **options}
+        report["label_accuracy_before"] = before
         report["mean_l2_change"] = float((refined - samples).flatten(1).norm(dim=1).mean())
         rows[name] = report
-        print(name, json.dumps(report["metrics"]), f"{speed:.0f} img/s", flush=True)
+        print(name, json.dumps(report["metrics"]), f"label accuracy before {before:.4f}", f"{speed:.0f} img/s", flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")

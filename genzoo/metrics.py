@@ -206,7 +206,12 @@ def class_statistics(probs: torch.Tensor, labels: torch.Tensor | None) -> dict[s
         "confidence": round(float(probs.max(1).values.mean()), 5),
     }
     if labels is not None:
-        out["accuracy"] = float((predicted == labels.cpu()).double().mean())
+        labels = labels.cpu()
+        correct = (predicted == labels).double()
+        out["accuracy"] = float(correct.mean())
+        # per requested label (None where a label was never requested): "all digits, not just some"
+        out["accuracy_per_label"] = [round(float(correct[labels == c].mean()), 5) if (labels == c).any() else None
+                                     for c in range(num_classes)]
     return out
 
 
@@ -360,7 +365,9 @@ def evaluate(
         results["classes"] = class_statistics(fake_p, used_labels)
         if "accuracy" in names and used_labels is not None:
             results["accuracy"] = results["classes"].pop("accuracy")
+            results["accuracy_per_label"] = results["classes"].pop("accuracy_per_label")
         results["classes"].pop("accuracy", None)
+        results["classes"].pop("accuracy_per_label", None)
     elif "accuracy" in names:
         raise GenzooError(f"feature network {space.name!r} cannot classify, so 'accuracy' is unavailable; drop it")
     if "memorization" in names:

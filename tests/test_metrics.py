@@ -76,6 +76,9 @@ def test_class_statistics_entropy_and_accuracy():
     probs = torch.eye(4).repeat(25, 1)
     stats = class_statistics(probs, torch.arange(100) % 4)
     assert stats["entropy"] == pytest.approx(1.0) and stats["accuracy"] == 1.0 and stats["confidence"] == 1.0
+    wrong_threes = class_statistics(torch.eye(4)[[0, 1, 2, 0] * 25], torch.arange(100) % 4)
+    assert wrong_threes["accuracy_per_label"] == [1.0, 1.0, 1.0, 0.0] and wrong_threes["accuracy"] == 0.75
+    assert class_statistics(probs, torch.zeros(100, dtype=torch.long))["accuracy_per_label"][1:] == [None] * 3
     collapsed = class_statistics(torch.eye(4)[[0] * 100], None)
     assert collapsed["entropy"] == 0.0 and collapsed["histogram"] == [1.0, 0.0, 0.0, 0.0]
 

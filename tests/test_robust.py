@@ -111,3 +111,19 @@ def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
     assert model.label_bias.abs().sum() > 0
     x = torch.rand(8, 1, 28, 28)
     assert torch.equal(model.predict_labels(x)[:3], model.predict_labels(x[:3]))
+
+
+def test_bundled_robust_mnist_refines_ign_samples_towards_their_labels_within_the_ball():
+    from genzoo.metrics import extract, feature_space
+
+    refiner = genzoo.load("robust-mnist")
+    images = genzoo.load("ign-mnist").sample(128, seed=1)
+    labels = refiner.predict_labels(images)
+    refined = refiner.refine(images, labels=labels, seed=0)
+    change = (refined - images).flatten(1).norm(dim=1)
+    assert (change <= refiner.config.refine_eps + 1e-4).all() and change.mean() > 0.5
+    assert refined.min() >= 0 and refined.max() <= 1
+    space = feature_space(dataset="mnist")
+    agree_before = (extract(space, images)[1].argmax(1) == labels).float().mean()
+    agree_after = (extract(space, refined)[1].argmax(1) == labels).float().mean()
+    assert agree_after >= agree_before and agree_after > 0.9  # an independent classifier agrees more
