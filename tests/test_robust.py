@@ -102,6 +102,15 @@ def test_sample_refine_composition_through_the_cli_is_deterministic(toy_site, tm
     assert not torch.equal(torch.from_numpy(outs[0]).float() / 255, plain)
     own = runner.invoke(cli, ["sample", str(refiner), "-n", "3", "-o", str(tmp_path / "own.png")])
     assert own.exit_code == 0, own.output
+    tight = runner.invoke(cli, ["sample", str(gen), "-n", "5", "--seed", "2", "--refine", str(refiner),
+                                "--refine-opt", "eps=0.05", "--format", "npz", "-o", str(tmp_path / "t.npz")])
+    assert tight.exit_code == 0, tight.output
+    moved = torch.from_numpy(__import__("numpy").load(tmp_path / "t.npz")["x"]).float() / 255 - plain
+    bound = 0.05 + 28 * 0.5 / 255  # the radius plus 8-bit rounding over 28x28 pixels
+    assert (moved.flatten(1).norm(dim=1) <= bound).all()  # the radius reached the refiner
+    assert ((torch.from_numpy(outs[0]).float() / 255 - plain).flatten(1).norm(dim=1) > bound).any()
+    wrong = runner.invoke(cli, ["sample", str(gen), "-n", "2", "--refine", str(refiner), "--refine-opt", "radius=1"])
+    assert wrong.exit_code != 0 and "radius" in wrong.output
 
 
 def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):

@@ -18,9 +18,12 @@ DEFAULT_OUT = {"grid": "samples.png", "npz": "samples.npz", "png-dir": "samples"
 @click.option("--apply", default=1, show_default=True, help="Apply the model K times: sample, then refine K-1 times.")
 @click.option("--refine", "refiner_name", default=None, metavar="MODEL", help="Refine the samples with another model.")
 @click.option("--refine-steps", type=int, default=None, help="Steps for --refine (default: the refiner's own).")
+@click.option("--refine-opt", "refine_opts", multiple=True, metavar="KEY=VALUE",
+              help="Refine option for --refine, e.g. eps=1.0 for robust-mnist (repeatable).")
 @click.option("--batch-size", default=256, show_default=True)
 @device_option
-def command(name, n, seed, output, fmt, as_float, nrow, labels, opts, apply, refiner_name, refine_steps, batch_size, device):
+def command(name, n, seed, output, fmt, as_float, nrow, labels, opts, apply, refiner_name, refine_steps, refine_opts,
+            batch_size, device):
     """Sample images from a pretrained model.
 
     NAME is a model name (genzoo list), an alias, a method (its default model), a model
@@ -34,9 +37,12 @@ def command(name, n, seed, output, fmt, as_float, nrow, labels, opts, apply, ref
     model = load(name, device=dev)
     options = parse_options(opts, model.sample_options, f"{model.name} sample")
     refiner = load(refiner_name, device=dev) if refiner_name else None
+    if refine_opts and refiner is None:
+        raise click.UsageError("--refine-opt needs --refine MODEL")
+    refine_options = parse_options(refine_opts, refiner.refine_options, f"{refiner.name} refine") if refiner else {}
     images, used_labels = generate(
         model, n, seed=seed, labels=parse_labels(labels), apply=apply, refiner=refiner, refine_steps=refine_steps,
-        batch_size=batch_size, device=dev, progress=True, options=options,
+        batch_size=batch_size, device=dev, progress=True, options=options, refine_options=refine_options,
     )
     out = Path(output or DEFAULT_OUT[fmt])
     save_images(images, out, fmt, labels=used_labels, as_float=as_float, nrow=nrow)
