@@ -111,3 +111,13 @@ def test_eval_errors_are_one_clear_sentence(toy_site, toy_npz, tmp_path):
     shape = runner.invoke(cli, ["eval", f"npz:{big}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
                                 "toy-features", "--metrics", "fid"])
     assert shape.exit_code == 1 and "shape (1, 16, 16)" in shape.output and "(1, 8, 8)" in shape.output
+
+
+def test_inception_features_offline_fail_in_one_sentence(toy_npz, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = CliRunner().invoke(cli, ["eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}",
+                                      "--features", "inception", "--metrics", "fid"])
+    if result.exit_code == 0:
+        pytest.skip("Inception weights are available on this machine, so the offline error cannot be shown")
+    message = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(message) == 1 and "--features inception" in message[0]
