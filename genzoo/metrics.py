@@ -263,7 +263,8 @@ def _parse_metrics(metrics: str | Sequence[str]) -> list[str]:
 
 
 def load_source(source: Any, n: int, *, seed: int, labels: torch.Tensor | None = None, refine: Any = None,
-                apply: int = 1, batch_size: int = 256, device=None, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor | None, str]:
+                apply: int = 1, refine_steps: int | None = None, refine_options: dict[str, Any] | None = None,
+                batch_size: int = 256, device=None, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor | None, str]:
     """Images to score: from a model (name, directory, hf://, or a Method), or npz:/folder: files."""
     from .data import load_dataset
     from .generate import generate
@@ -281,7 +282,10 @@ def load_source(source: Any, n: int, *, seed: int, labels: torch.Tensor | None =
         return images[index], (data.labels[index] if data.labels is not None else labels), source
     model = source if isinstance(source, Method) else load(source, device=device)
     refiner = load(refine, device=device) if isinstance(refine, str) else refine
+    if refine_options and refiner is None:
+        raise GenzooError("refine options need a refiner: pass refine=MODEL (--refine)")
     images, used = generate(model, n, seed=seed, labels=labels, apply=apply, refiner=refiner,
+                            refine_steps=refine_steps, refine_options=refine_options,
                             batch_size=batch_size, device=device, progress=progress)
     name = source if isinstance(source, str) else model.name
     return images, used, str(name)
@@ -296,6 +300,8 @@ def evaluate(
     features: str | None = None,
     refine: Any = None,
     apply: int = 1,
+    refine_steps: int | None = None,
+    refine_options: dict[str, Any] | None = None,
     labels: torch.Tensor | None = None,
     seed: int = 0,
     data_root: str | None = None,
@@ -334,6 +340,7 @@ def evaluate(
     ref_images = reference.floats(ref_index)
 
     images, used_labels, source_name = load_source(source, n, seed=seed, labels=labels, refine=refine, apply=apply,
+                                                   refine_steps=refine_steps, refine_options=refine_options,
                                                    batch_size=batch_size, device=device, progress=progress)
     if tuple(images.shape[1:]) != tuple(ref_images.shape[1:]):
         raise GenzooError(
@@ -392,6 +399,8 @@ def evaluate(
         "source": source_name,
         "refine": refine if isinstance(refine, str) or refine is None else getattr(refine, "name", str(refine)),
         "apply": apply,
+        "refine_steps": refine_steps,
+        "refine_options": dict(refine_options or {}),
         "n": len(images),
         "seed": seed,
         "reference": {"spec": ref, "n": ref_count, "drawn_with": f"fixed permutation, seed {REFERENCE_SEED}"},

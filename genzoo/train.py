@@ -53,6 +53,8 @@ class FitOptions:
     bf16: bool = False
     resume: bool = False
     checkpoint_every: int = 1000
+    keep_checkpoints: int = 1
+    init: str | None = None
     sample_every: int = 1000
     grid_size: int = 64
     progress: bool = True
@@ -102,6 +104,8 @@ class Trainer:
             raise GenzooError(f"--steps must be positive, got {o.steps}")
         if o.batch_size <= 0:
             raise GenzooError(f"--batch-size must be positive, got {o.batch_size}")
+        if o.keep_checkpoints <= 0:
+            raise GenzooError(f"--keep-checkpoints must be positive, got {o.keep_checkpoints}")
         if self.cls.needs_data and not o.dataset:
             raise GenzooError(f"method {self.cls.name!r} trains on data: pass --dataset (e.g. mnist)")
         if not self.cls.needs_data and o.dataset:
@@ -113,7 +117,37 @@ class Trainer:
         """What must match between a run and its --resume (the step count may grow)."""
         o = self.opts
         return {"method": self.cls.name, "dataset": o.dataset, "batch_size": o.batch_size, "seed": o.seed,
-                "bf16": o.bf16, "config": config_to_dict(self.config)}
+                "bf16": o.bf16, "config": config_to_dict(self.config), "init": self._init_record()}
+
+    def _init_record(self) -> dict[str, Any] | None:
+        """Which model directory --init started from (its weights' sha256), or None."""
+        if not self.opts.init:
+            return None
+        if not hasattr(self, "_init_sha"):
+            from .weights import WEIGHTS_FILE, sha256_file
+
+            path = Path(self.opts.init) / WEIGHTS_FILE
+            if not path.is_file():
+                raise GenzooError(f"--init {self.opts.init}: no {WEIGHTS_FILE} there; pass a model directory written by genzoo fit")
+            self._init_sha = sha256_file(path)
+        return {"path": str(self.opts.init), "sha256": self._init_sha}
+
+    def _load_init(self, model, ema) -> None:
+        """Start from another model's weights (fine-tuning): fresh optimiser, this run's config."""
+        from .weights import load_model_dir, read_config
+
+        source = load_model_dir(self.opts.init)
+        if source.name != self.cls.name:
+            raise GenzooError(f"--init {self.opts.init} holds a {source.name!r} model, not {self.cls.name!r}")
+        try:
+            model.load_state_dict(source.state_dict(), strict=True)
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[-1].strip()
+            raise GenzooError(f"--init {self.opts.init} does not fit this config's network ({first}); "
+                              f"keep the architecture settings of that model") from None
+        if ema is not None:
+            ema.load_state_dict(source.state_dict(), strict=True)
+        self._init_commands = (read_config(Path(self.opts.init)).get("provenance") or {}).get("commands", [])
 
     def _check_resume(self) -> None:
         fit_file = self.out / "fit.json"
@@ -164,6 +198,8 @@ class Trainer:
         start_step, elapsed = 0, 0.0
         if o.resume:
             start_step, elapsed = self._load_checkpoint(model, ema, optimizers)
+        elif o.init:
+            self._load_init(model, ema)
         torch.manual_seed(image_seed(o.seed, rank, "train"))  # per-process randomness of the method
         if o.resume and start_step:
             ckpt.rng_from_files(ckpt.latest_checkpoint(self.out / "checkpoints") / f"rng-rank{rank}")
@@ -259,6 +295,8 @@ class Trainer:
         path = self.out / "fit.json"
         document = {"settings": self._settings(), "options": asdict(self.opts), "processes": world}
         previous = json.loads(path.read_text()).get("commands", []) if path.is_file() else []
+        if not previous and self.opts.init:  # the fine-tuned model's provenance lists its whole history
+            previous = list(getattr(self, "_init_commands", []))
         document["commands"] = previous + [self.opts.command or " ".join(sys.argv)]
         self.commands = document["commands"]
         tmp = path.with_suffix(".json.tmp")
@@ -303,7 +341,7 @@ class Trainer:
         acc.wait_for_everyone()
         if acc.is_main_process:
             state = {"step": step, "elapsed_seconds": elapsed, "processes": acc.num_processes}
-            ckpt.finish_checkpoint(staging, root / ckpt.checkpoint_name(step), state)
+            ckpt.finish_checkpoint(staging, root / ckpt.checkpoint_name(step), state, keep=self.opts.keep_checkpoints)
             self._save_model(ema if ema is not None else model, step, elapsed, acc.num_processes)
         acc.wait_for_everyone()
 

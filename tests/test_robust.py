@@ -113,6 +113,23 @@ def test_sample_refine_composition_through_the_cli_is_deterministic(toy_site, tm
     assert wrong.exit_code != 0 and "radius" in wrong.output
 
 
+def test_eval_passes_refine_options_to_the_refiner(toy_site, tmp_path):
+    from genzoo.metrics import load_source
+
+    gen = _tiny_generator_dir(tmp_path)
+    refiner = genzoo.save_pretrained(small(base=str(gen), refine_steps=3), tmp_path / "refiner")
+    plain, _, _ = load_source(str(gen), 4, seed=1)
+    tight, _, _ = load_source(str(gen), 4, seed=1, refine=str(refiner), refine_options={"eps": 0.05})
+    loose, _, _ = load_source(str(gen), 4, seed=1, refine=str(refiner))
+    assert ((tight - plain).flatten(1).norm(dim=1) <= 0.05 + 1e-5).all()
+    assert ((loose - plain).flatten(1).norm(dim=1) > 0.05 + 1e-5).any()
+    runner = CliRunner()
+    lone = runner.invoke(cli, ["eval", str(gen), "-n", "4", "--refine-opt", "eps=1"])
+    assert lone.exit_code != 0 and "need --refine" in lone.output
+    wrong = runner.invoke(cli, ["eval", str(gen), "-n", "4", "--refine", str(refiner), "--refine-opt", "radius=1"])
+    assert wrong.exit_code != 0 and "radius" in wrong.output
+
+
 def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
     gen = _tiny_generator_dir(tmp_path)
     model = small(base=str(gen))

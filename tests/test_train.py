@@ -93,6 +93,33 @@ def test_ema_weights_are_what_gets_saved(toy_site, toy_npz, tmp_path):
     assert json.loads((out / "config.json").read_text())["provenance"]["weights"] == "ema"
 
 
+def test_init_fine_tunes_from_a_model_and_records_where_it_started(toy_site, toy_npz, tmp_path):
+    base = _fit(tmp_path / "base", toy_npz, 6)
+    tuned = _fit(tmp_path / "tuned", toy_npz, 1, config={"lr": "0"}, init=str(base), keep_checkpoints=2)
+    a, b = load_file(str(base / "model.safetensors")), load_file(str(tuned / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)  # lr 0: the start weights come through unchanged
+    fresh = _fit(tmp_path / "fresh", toy_npz, 1, config={"lr": "0"})
+    assert not torch.equal(load_file(str(fresh / "model.safetensors"))["encoder.weight"], a["encoder.weight"])
+    provenance = json.loads((tuned / "config.json").read_text())["provenance"]
+    base_commands = json.loads((base / "config.json").read_text())["provenance"]["commands"]
+    assert provenance["commands"][: len(base_commands)] == base_commands and len(provenance["commands"]) == len(base_commands) + 1
+    init = json.loads((tuned / "fit.json").read_text())["settings"]["init"]
+    assert init["path"] == str(base) and len(init["sha256"]) == 64
+
+
+def test_init_refuses_a_model_whose_network_differs(toy_site, toy_npz, tmp_path):
+    base = _fit(tmp_path / "base", toy_npz, 3)
+    with pytest.raises(GenzooError, match="does not fit this config's network"):
+        _fit(tmp_path / "tuned", toy_npz, 3, config={"latent": "5"}, init=str(base))
+    with pytest.raises(GenzooError, match="not a genzoo model"):
+        _fit(tmp_path / "other", toy_npz, 3, init=str(tmp_path))
+
+
+def test_keep_checkpoints_keeps_that_many(toy_site, toy_npz, tmp_path):
+    out = _fit(tmp_path / "run", toy_npz, 9, keep_checkpoints=2)
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000006", "step-00000009"]
+
+
 @pytest.mark.slow
 def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, toy_npz, tmp_path):
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, each process takes half the

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import click
 
-from .common import device_option, parse_labels, resolve_device
+from .common import device_option, parse_labels, parse_options, resolve_device
 
 
 @click.command("eval")
@@ -14,6 +14,9 @@ from .common import device_option, parse_labels, resolve_device
               help="Comma list of fid, kid, precision, recall, memorization, accuracy.")
 @click.option("--features", default=None, help="Feature network (default: the one registered for --ref's dataset; 'inception' online).")
 @click.option("--refine", default=None, metavar="MODEL", help="Refine the samples with another model first.")
+@click.option("--refine-steps", type=int, default=None, help="Steps for --refine (default: the refiner's own).")
+@click.option("--refine-opt", "refine_opts", multiple=True, metavar="KEY=VALUE",
+              help="Refine option for --refine, e.g. eps=1.0 for robust-mnist (repeatable).")
 @click.option("--apply", default=1, show_default=True, help="Apply the model K times (sample, then refine K-1 times).")
 @click.option("--labels", default=None, help="Labels to request from a conditional model (comma list or file).")
 @click.option("--seed", default=0, show_default=True)
@@ -24,7 +27,7 @@ from .common import device_option, parse_labels, resolve_device
 @click.option("--json", "json_out", default=None, help="Also write the full result as JSON to this file.")
 @click.option("--batch-size", default=256, show_default=True)
 @device_option
-def command(name, n, ref, metrics, features, refine, apply, labels, seed, data_root, train, memorization_n,
+def command(name, n, ref, metrics, features, refine, refine_steps, refine_opts, apply, labels, seed, data_root, train, memorization_n,
             kid_subset_size, json_out, batch_size, device):
     """Score a model's samples (or npz:PATH / folder:PATH images) against reference data.
 
@@ -33,9 +36,17 @@ def command(name, n, ref, metrics, features, refine, apply, labels, seed, data_r
     genzoo eval npz:samples.npz --ref mnist:test --metrics fid,kid
     """
     from ..metrics import evaluate
+    from ..weights import load
 
+    if (refine_opts or refine_steps is not None) and not refine:
+        raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
+    refine_options = {}
+    if refine_opts:
+        refiner = load(refine)
+        refine_options = parse_options(refine_opts, refiner.refine_options, f"{refiner.name} refine")
     result = evaluate(
-        name, n=n, ref=ref, metrics=metrics, features=features, refine=refine, apply=apply, labels=parse_labels(labels),
+        name, n=n, ref=ref, metrics=metrics, features=features, refine=refine, apply=apply, refine_steps=refine_steps,
+        refine_options=refine_options, labels=parse_labels(labels),
         seed=seed, data_root=data_root, train=train, memorization_n=memorization_n, kid_subset_size=kid_subset_size,
         batch_size=batch_size, device=resolve_device(device), progress=True,
     )

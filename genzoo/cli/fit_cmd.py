@@ -15,10 +15,13 @@ import click
 @click.option("--bf16", is_flag=True, help="bf16 autocast with fp32 master weights.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--checkpoint-every", default=1000, show_default=True, help="Steps between checkpoints.")
+@click.option("--keep-checkpoints", default=1, show_default=True, help="How many recent checkpoints to keep.")
+@click.option("--init", "init", default=None, metavar="MODEL_DIR",
+              help="Fine-tune: start from this model directory's weights with a fresh optimiser.")
 @click.option("--sample-every", default=1000, show_default=True, help="Steps between sample grids (0: never).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar (for log files).")
 def command(method, dataset, data_root, steps, batch_size, out, sets, seed, bf16, resume, checkpoint_every,
-            sample_every, no_progress):
+            keep_checkpoints, init, sample_every, no_progress):
     """Train METHOD and write a loadable model directory to --out.
 
     Runs on whatever Accelerate finds; for several processes use
@@ -32,6 +35,7 @@ def command(method, dataset, data_root, steps, batch_size, out, sets, seed, bf16
     path = fit(
         method, steps=steps, out=out, dataset=dataset, config=parse_assignments(sets), data_root=data_root,
         batch_size=batch_size, seed=seed, bf16=bf16, resume=resume, checkpoint_every=checkpoint_every,
+        keep_checkpoints=keep_checkpoints, init=init,
         sample_every=sample_every, progress=not no_progress, command=command_line,
     )
     click.echo(f"model written to {path}")
