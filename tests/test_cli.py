@@ -57,6 +57,13 @@ def test_sample_options_labels_and_apply(runner, toy_model_dir, tmp_path):
     assert labels.exit_code == 1 and "unconditional" in labels.output
 
 
+def test_a_label_list_longer_than_a_file_name_is_still_a_list():
+    from genzoo.cli.common import parse_labels
+
+    text = ",".join(str(i % 10) for i in range(5000))  # about 10,000 characters: stat() fails on it
+    assert parse_labels(text).tolist() == [i % 10 for i in range(5000)]
+
+
 def test_refine_reads_png_files_folders_and_npz_and_refuses_wrong_sizes(runner, toy_model_dir, tmp_path):
     model = genzoo.load(toy_model_dir)
     images = model.sample(3, seed=0)

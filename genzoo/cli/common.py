@@ -32,7 +32,11 @@ def parse_labels(text: str | None) -> torch.Tensor | None:
     if text is None:
         return None
     path = Path(text)
-    if path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # e.g. a comma list longer than a file name may be
+        is_file = False
+    if is_file:
         if path.suffix == ".npy":
             import numpy as np
 

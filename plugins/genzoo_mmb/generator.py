@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +35,7 @@ class GeneratorConfig:
     width: int = 512  # hidden units of G and h
     stationarity: Stationarity = "max-block"
     dual_weight: float = 10.0
+    multiplier_scale: Literal["profiled", "fixed"] = "profiled"  # fixed: s = 1 (docs/methods/mmb.md, Losses)
     relu_slope: float = 150.0  # sigmoid slope of the ReLU derivative in the double backward; 0: exact ReLU
     lambda_inputs: int = 64  # random inputs for estimating Lambda
     lr: float = 1e-3
@@ -145,7 +146,8 @@ class MMBGenerator(genzoo.Method):
             labels = (torch.arange(size) + torch.randint(c.num_classes, ())).remainder(c.num_classes).to(self.device)
             x = self.generate(torch.randn(size, c.latent, device=self.device), labels, k)
             lam_rel = self.multipliers(x, labels, k)
-            stationarity, q, scale = target.stationarity(x, labels, target.unit * lam_rel, c.relu_slope)
+            stationarity, q, scale = target.stationarity(x, labels, target.unit * lam_rel, c.relu_slope,
+                                                        profile=c.multiplier_scale == "profiled")
             dual = duality_loss(q, lam_rel)
             total = total + stationarity + c.dual_weight * dual
             suffix = f"_{k}" if len(self.targets) > 1 else ""

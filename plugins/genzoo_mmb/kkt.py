@@ -82,8 +82,8 @@ class KKTTarget:
         """q(theta~; x, y): 1 on the training set's margin points, > 1 on the others."""
         return margins(self.logits(x), labels)
 
-    def stationarity(self, x: torch.Tensor, labels: torch.Tensor, lam: torch.Tensor,
-                     slope: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def stationarity(self, x: torch.Tensor, labels: torch.Tensor, lam: torch.Tensor, slope: float = 0.0,
+                     profile: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(relative stationarity residual, margins q(theta~; x, y), multiplier scale s), differentiable in x and lam.
 
         With v = (N / B) sum_b lam_b grad q_b, the residual is taken after the best global scale s >= 0
@@ -91,6 +91,8 @@ class KKTTarget:
         point s = 1 (Euler: <theta~, grad q> = q / Lambda_max on the margin), so nothing changes there;
         away from it, the loss cannot be lowered by shrinking every multiplier together, which would
         drive a ReLU multiplier net to 0 everywhere, where it never recovers.
+        With ``profile=False``, s = 1: the multipliers keep the scale Euler's identity gives them, and
+        since grad_theta q grows with the centred image, that also fixes how far from the mean image x lies.
         """
         leaves = {n: p.detach().requires_grad_() for n, p in self.params.items()}
         q = margins(self.logits(x, leaves, slope), labels)
@@ -100,7 +102,7 @@ class KKTTarget:
         v = [scale * gk for gk in g]
         dot = sum((self.goal[n] * vk).sum() for n, vk in zip(self.names, v))
         vv = sum(vk.pow(2).sum() for vk in v)
-        s = (dot / vv.clamp_min(1e-30)).clamp_min(0)
+        s = (dot / vv.clamp_min(1e-30)).clamp_min(0) if profile else torch.ones((), device=dot.device)
         residual = sum((self.goal[n] - s * vk).pow(2).sum() for n, vk in zip(self.names, v))
         return residual / self.goal_sq, q, s
 

@@ -1,0 +1,62 @@
+"""Class balance and FID of every checkpoint a run kept (its EMA weights), to choose one.
+
+    python benchmarks/ign_checkpoint_sweep.py /work/runs/ign-ft --data-root ../shared/data [-n 5000] [--seed 1]
+
+Scores with a different noise seed (default 1) from the one the reported numbers use (seed 0 in
+`ign_quality.py`), so choosing a checkpoint here does not also choose the noise it is judged on.
+Each checkpoint's batch-norm statistics are calibrated as `genzoo fit` does for the saved model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from safetensors.torch import load_file
+
+import genzoo
+from genzoo.configs import build_config
+from genzoo.plugins import get_host
+from genzoo.weights import read_config
+
+BAND = (0.06, 0.14)  # the issue's per-class bar
+
+
+def load_checkpoint(run: Path, checkpoint: Path):
+    document = read_config(run)
+    cls = get_host().method(document["method"])
+    model = cls(build_config(cls.Config, document["config"], where=str(run / "config.json")))
+    weights = checkpoint / "ema.safetensors"
+    model.load_state_dict(load_file(str(weights if weights.is_file() else checkpoint / "model.safetensors")), strict=True)
+    model.eval()
+    model.prepare_export()
+    return model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--data-root", default="../shared/data")
+    parser.add_argument("-n", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    rows = []
+    for checkpoint in sorted((args.run / "checkpoints").glob("step-*")):
+        model = load_checkpoint(args.run, checkpoint)
+        report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics="fid", data_root=args.data_root, progress=False)
+        hist = report["metrics"]["classes"]["histogram"]
+        row = {"checkpoint": checkpoint.name, "fid": report["metrics"]["fid"], "histogram": hist,
+               "min_class": min(range(10), key=hist.__getitem__), "max_class": max(range(10), key=hist.__getitem__),
+               "in_band": BAND[0] <= min(hist) and max(hist) <= BAND[1]}
+        rows.append(row)
+        print(f"{checkpoint.name}: FID {row['fid']:.1f}  min {min(hist):.4f} (digit {row['min_class']})  "
+              f"max {max(hist):.4f} (digit {row['max_class']})  in band: {row['in_band']}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"run": str(args.run), "n": args.n, "seed": args.seed, "rows": rows},
+                                              indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
