@@ -4,7 +4,8 @@
 
 Scores with a different noise seed (default 1) from the one the reported numbers use (seed 0 in
 `ign_quality.py`), so choosing a checkpoint here does not also choose the noise it is judged on.
-Each checkpoint's batch-norm statistics are calibrated as `genzoo fit` does for the saved model.
+Each checkpoint's batch-norm statistics are calibrated as `genzoo fit` does for the saved model;
+`genzoo export RUN DEST --checkpoint STEP` then writes the chosen one as a model directory.
 """
 
 from __future__ import annotations
@@ -13,25 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from safetensors.torch import load_file
-
 import genzoo
-from genzoo.configs import build_config
-from genzoo.plugins import get_host
-from genzoo.weights import read_config
+from genzoo.checkpoints import model_from_checkpoint
 
 BAND = (0.06, 0.14)  # the issue's per-class bar
-
-
-def load_checkpoint(run: Path, checkpoint: Path):
-    document = read_config(run)
-    cls = get_host().method(document["method"])
-    model = cls(build_config(cls.Config, document["config"], where=str(run / "config.json")))
-    weights = checkpoint / "ema.safetensors"
-    model.load_state_dict(load_file(str(weights if weights.is_file() else checkpoint / "model.safetensors")), strict=True)
-    model.eval()
-    model.prepare_export()
-    return model
 
 
 def main() -> None:
@@ -44,7 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for checkpoint in sorted((args.run / "checkpoints").glob("step-*")):
-        model = load_checkpoint(args.run, checkpoint)
+        model, _ = model_from_checkpoint(args.run, int(checkpoint.name.split("-")[1]))
         report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics="fid", data_root=args.data_root, progress=False)
         hist = report["metrics"]["classes"]["histogram"]
         row = {"checkpoint": checkpoint.name, "fid": report["metrics"]["fid"], "histogram": hist,

@@ -116,3 +116,37 @@ def finish_checkpoint(staging: Path, final: Path, state: dict[str, Any], keep: i
     older = sorted(p for p in final.parent.glob("step-*") if p != final and p.name < final.name)
     for old in older[: max(0, len(older) - (keep - 1))]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def model_from_checkpoint(run: str | os.PathLike, step: int) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The model a run held at ``step`` (its EMA weights when it keeps an EMA), ready to sample.
+
+    Returns the method and the provenance to save with it: the run's, with that step's count and
+    training time. The loop is deterministic, so these are the weights ``--steps STEP`` would end with.
+    """
+    from safetensors import SafetensorError
+
+    from .configs import build_config
+    from .weights import CONFIG_FILE, WeightsError, _method_class, read_config
+
+    run = Path(run)
+    folder = run / "checkpoints" / checkpoint_name(step)
+    if not (folder / STATE_FILE).is_file():
+        kept = sorted(p.name for p in (run / "checkpoints").glob("step-*")) if (run / "checkpoints").is_dir() else []
+        raise GenzooError(f"{run} has no complete checkpoint at step {step}; it keeps: {', '.join(kept) or 'none'}")
+    document = read_config(run)
+    cls = _method_class(document, run / CONFIG_FILE)
+    model = cls(build_config(cls.Config, document["config"] or {}, where=str(run / CONFIG_FILE)))
+    ema = folder / "ema.safetensors"
+    source = ema if ema.is_file() else folder / "model.safetensors"
+    try:
+        model.load_state_dict(load_file(str(source)), strict=True)
+    except (RuntimeError, SafetensorError, OSError) as exc:
+        raise WeightsError(f"{source} does not load into {run}'s model ({str(exc).splitlines()[0]})") from None
+    model.eval()
+    model.prepare_export()
+    state = read_state(folder)
+    provenance = dict(document.get("provenance") or {})
+    provenance.update(steps=int(state["step"]), training_seconds=round(float(state.get("elapsed_seconds", 0.0)), 1),
+                      weights="ema" if source == ema else "raw", checkpoint=folder.name)
+    return model, provenance

@@ -120,6 +120,23 @@ def test_keep_checkpoints_keeps_that_many(toy_site, toy_npz, tmp_path):
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000006", "step-00000009"]
 
 
+def test_export_of_a_kept_checkpoint_equals_a_run_to_that_step(toy_site, toy_npz, tmp_path):
+    from click.testing import CliRunner
+
+    from genzoo.cli import cli
+
+    straight = _fit(tmp_path / "straight", toy_npz, 3, config={"ema_decay": 0.5})
+    longer = _fit(tmp_path / "longer", toy_npz, 6, config={"ema_decay": 0.5}, keep_checkpoints=2)
+    result = CliRunner().invoke(cli, ["export", str(longer), str(tmp_path / "at3"), "--checkpoint", "3"])
+    assert result.exit_code == 0, result.output
+    a, b = load_file(str(straight / "model.safetensors")), load_file(str(tmp_path / "at3" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    provenance = json.loads((tmp_path / "at3" / "config.json").read_text())["provenance"]
+    assert provenance["steps"] == 3 and provenance["checkpoint"] == "step-00000003" and provenance["weights"] == "ema"
+    missing = CliRunner().invoke(cli, ["export", str(longer), str(tmp_path / "at1"), "--checkpoint", "1"])
+    assert missing.exit_code != 0 and "no complete checkpoint at step 1" in missing.output and "step-00000006" in missing.output
+
+
 @pytest.mark.slow
 def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, toy_npz, tmp_path):
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, each process takes half the
