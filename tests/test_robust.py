@@ -130,6 +130,27 @@ def test_eval_passes_refine_options_to_the_refiner(toy_site, tmp_path):
     assert wrong.exit_code != 0 and "radius" in wrong.output
 
 
+def test_export_recalibrate_recomputes_the_label_offset_against_the_current_base(toy_site, tmp_path):
+    from safetensors.torch import load_file
+
+    gen = _tiny_generator_dir(tmp_path)
+    refiner = genzoo.save_pretrained(small(base=str(gen)), tmp_path / "refiner")
+    saved = load_file(str(refiner / "model.safetensors"))["label_bias"]
+    torch.manual_seed(5)  # a different base generator now lives at the same path
+    from genzoo.plugins import get_host
+
+    genzoo.save_pretrained(get_host().method("sample-only")({"image_size": 28}), gen)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["export", str(refiner), str(tmp_path / "plain")]).exit_code == 0
+    result = runner.invoke(cli, ["export", str(refiner), str(tmp_path / "recal"), "--recalibrate"])
+    assert result.exit_code == 0, result.output
+    assert torch.equal(load_file(str(tmp_path / "plain" / "model.safetensors"))["label_bias"], saved)
+    recal = genzoo.load(tmp_path / "recal")
+    assert not torch.equal(recal.label_bias, saved)
+    images = genzoo.load(gen).sample(1024, seed=0, batch_size=256)
+    assert torch.allclose(recal.label_bias, recal.logits(images).mean(0), atol=1e-5)
+
+
 def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
     gen = _tiny_generator_dir(tmp_path)
     model = small(base=str(gen))
