@@ -41,10 +41,10 @@ def main() -> None:
     # the eval classifier's predictions on the unrefined samples, once, for every refiner's "before"
     _, probs = extract(feature_space(dataset="mnist"), samples)
     predicted = probs.argmax(1)
+    options = {k: v for k, v in (("eps", args.eps), ("step_size", args.step_size)) if v is not None}
     for name in args.refiners.split(","):
         refiner = genzoo.load(name)
         labels = refiner.predict_labels(samples)
-        options = {k: v for k, v in (("eps", args.eps), ("step_size", args.step_size)) if v is not None}
         before = float((predicted == labels).double().mean())
         t = time.time()
         refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=0, progress=True, **options)

@@ -124,25 +124,18 @@ def model_from_checkpoint(run: str | os.PathLike, step: int) -> tuple[torch.nn.M
     Returns the method and the provenance to save with it: the run's, with that step's count and
     training time. The loop is deterministic, so these are the weights ``--steps STEP`` would end with.
     """
-    from safetensors import SafetensorError
-
-    from .configs import build_config
-    from .weights import CONFIG_FILE, WeightsError, _method_class, read_config
+    from .weights import _read_checked, method_config
 
     run = Path(run)
     folder = run / "checkpoints" / checkpoint_name(step)
     if not (folder / STATE_FILE).is_file():
         kept = sorted(p.name for p in (run / "checkpoints").glob("step-*")) if (run / "checkpoints").is_dir() else []
         raise GenzooError(f"{run} has no complete checkpoint at step {step}; it keeps: {', '.join(kept) or 'none'}")
-    document = read_config(run)
-    cls = _method_class(document, run / CONFIG_FILE)
-    model = cls(build_config(cls.Config, document["config"] or {}, where=str(run / CONFIG_FILE)))
+    cls, config, document = method_config(run)
+    model = cls(config)
     ema = folder / "ema.safetensors"
     source = ema if ema.is_file() else folder / "model.safetensors"
-    try:
-        model.load_state_dict(load_file(str(source)), strict=True)
-    except (RuntimeError, SafetensorError, OSError) as exc:
-        raise WeightsError(f"{source} does not load into {run}'s model ({str(exc).splitlines()[0]})") from None
+    model.load_state_dict(_read_checked(source, model.state_dict(), None), strict=True)
     model.eval()
     model.prepare_export()
     state = read_state(folder)

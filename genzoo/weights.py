@@ -156,6 +156,14 @@ def _method_class(document: dict[str, Any], path: Path) -> type:
     return host.methods[canonical].cls
 
 
+def method_config(directory: Path) -> tuple[type, Any, dict[str, Any]]:
+    """The method class, its typed config and the whole config.json document of ``directory``."""
+    document = read_config(directory)
+    config_path = directory / CONFIG_FILE
+    cls = _method_class(document, config_path)
+    return cls, build_config(cls.Config, document["config"] or {}, where=str(config_path)), document
+
+
 def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, str] | None = None,
                    device: torch.device | str | None = None) -> torch.nn.Module:
     """Rebuild the method from config.json and load model.safetensors strictly."""
@@ -164,10 +172,8 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
         raise WeightsError(f"model directory {directory} does not exist")
     if expected_hashes:
         verify_hashes(directory, expected_hashes, f"model {directory.name}")
-    document = read_config(directory)
+    cls, config, document = method_config(directory)
     config_path = directory / CONFIG_FILE
-    cls = _method_class(document, config_path)
-    config = build_config(cls.Config, document["config"] or {}, where=str(config_path))
     weights_path = directory / WEIGHTS_FILE
     if not weights_path.is_file():
         pickles = [p.name for p in directory.glob("*") if p.suffix in PICKLE_SUFFIXES]

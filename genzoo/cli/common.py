@@ -48,6 +48,20 @@ def parse_labels(text: str | None) -> torch.Tensor | None:
         raise GenzooError(f"--labels expects integers separated by commas or a file of them, got {text[:50]!r}") from None
 
 
+def parse_refine_options(pairs: tuple[str, ...], steps: int | None, refiner_ref: str | None,
+                         refiner: Any = None) -> dict[str, Any]:
+    """``--refine-opt key=value`` typed by what the refiner declares (loaded from ``refiner_ref`` if not given)."""
+    if (pairs or steps is not None) and not refiner_ref:
+        raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
+    if not pairs:
+        return {}
+    if refiner is None:
+        from ..weights import load
+
+        refiner = load(refiner_ref)
+    return parse_options(pairs, refiner.refine_options, f"{refiner.name} refine")
+
+
 def parse_options(pairs: tuple[str, ...], declared: dict[str, type], where: str) -> dict[str, Any]:
     """``--opt key=value`` typed by what the method declares."""
     raw = parse_assignments(pairs, "--opt")

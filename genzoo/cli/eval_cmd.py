@@ -3,7 +3,7 @@ from pathlib import Path
 
 import click
 
-from .common import device_option, parse_labels, parse_options, resolve_device
+from .common import device_option, parse_labels, parse_refine_options, resolve_device
 
 
 @click.command("eval")
@@ -36,14 +36,8 @@ def command(name, n, ref, metrics, features, refine, refine_steps, refine_opts, 
     genzoo eval npz:samples.npz --ref mnist:test --metrics fid,kid
     """
     from ..metrics import evaluate
-    from ..weights import load
 
-    if (refine_opts or refine_steps is not None) and not refine:
-        raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
-    refine_options = {}
-    if refine_opts:
-        refiner = load(refine)
-        refine_options = parse_options(refine_opts, refiner.refine_options, f"{refiner.name} refine")
+    refine_options = parse_refine_options(refine_opts, refine_steps, refine)
     result = evaluate(
         name, n=n, ref=ref, metrics=metrics, features=features, refine=refine, apply=apply, refine_steps=refine_steps,
         refine_options=refine_options, labels=parse_labels(labels),

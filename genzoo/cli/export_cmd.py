@@ -10,7 +10,7 @@ import click
               help="Export the run's kept checkpoint at STEP instead of its final model (SOURCE: a run directory).")
 @click.option("--recalibrate", is_flag=True,
               help="Recompute export-time statistics first (batch-norm statistics, a refiner's label offset "
-                   "against its base generator as that base is now).")
+                   "against its base generator as that base is now); a --checkpoint export always does.")
 def command(source: str, dest: str, storage_dtype: str, step: int | None, recalibrate: bool) -> None:
     """Copy a model (a training output directory, a name, hf://...) to DEST as a clean model directory.
 

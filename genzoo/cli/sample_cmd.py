@@ -2,7 +2,7 @@ from pathlib import Path
 
 import click
 
-from .common import device_option, output_options, parse_labels, parse_options, resolve_device
+from .common import device_option, output_options, parse_labels, parse_options, parse_refine_options, resolve_device
 
 DEFAULT_OUT = {"grid": "samples.png", "npz": "samples.npz", "png-dir": "samples"}
 
@@ -37,9 +37,7 @@ def command(name, n, seed, output, fmt, as_float, nrow, labels, opts, apply, ref
     model = load(name, device=dev)
     options = parse_options(opts, model.sample_options, f"{model.name} sample")
     refiner = load(refiner_name, device=dev) if refiner_name else None
-    if refine_opts and refiner is None:
-        raise click.UsageError("--refine-opt needs --refine MODEL")
-    refine_options = parse_options(refine_opts, refiner.refine_options, f"{refiner.name} refine") if refiner else {}
+    refine_options = parse_refine_options(refine_opts, refine_steps, refiner_name, refiner)
     images, used_labels = generate(
         model, n, seed=seed, labels=parse_labels(labels), apply=apply, refiner=refiner, refine_steps=refine_steps,
         batch_size=batch_size, device=dev, progress=True, options=options, refine_options=refine_options,

@@ -91,8 +91,8 @@ class KKTTarget:
         point s = 1 (Euler: <theta~, grad q> = q / Lambda_max on the margin), so nothing changes there;
         away from it, the loss cannot be lowered by shrinking every multiplier together, which would
         drive a ReLU multiplier net to 0 everywhere, where it never recovers.
-        With ``profile=False``, s = 1: the multipliers keep the scale Euler's identity gives them, and
-        since grad_theta q grows with the centred image, that also fixes how far from the mean image x lies.
+        With ``profile=False``, s = 1: the multipliers keep the scale Euler's identity gives them
+        (``multiplier_scale=fixed``; it fitted worse on MNIST, docs/methods/mmb.md).
         """
         leaves = {n: p.detach().requires_grad_() for n, p in self.params.items()}
         q = margins(self.logits(x, leaves, slope), labels)
