@@ -151,6 +151,20 @@ def test_export_recalibrate_recomputes_the_label_offset_against_the_current_base
     assert torch.allclose(recal.label_bias, recal.logits(images).mean(0), atol=1e-5)
 
 
+def test_export_set_changes_an_inference_default_and_refuses_architecture(toy_site, tmp_path):
+    gen = _tiny_generator_dir(tmp_path)
+    refiner = genzoo.save_pretrained(small(base=str(gen)), tmp_path / "refiner")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["export", str(refiner), str(tmp_path / "eps1"), "--set", "refine_eps=1.0"])
+    assert result.exit_code == 0, result.output
+    before, after = genzoo.load(refiner), genzoo.load(tmp_path / "eps1")
+    assert after.config.refine_eps == 1.0 and before.config.refine_eps != 1.0
+    assert all(torch.equal(a, b) for a, b in zip(before.state_dict().values(), after.state_dict().values()))
+    wide = runner.invoke(cli, ["export", str(refiner), str(tmp_path / "wide"), "--set", "width=64"])
+    assert wide.exit_code != 0 and "changes the network's tensors" in wide.output
+    assert not (tmp_path / "wide").exists()
+
+
 def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
     gen = _tiny_generator_dir(tmp_path)
     model = small(base=str(gen))

@@ -11,13 +11,17 @@ import click
 @click.option("--recalibrate", is_flag=True,
               help="Recompute export-time statistics first (batch-norm statistics, a refiner's label offset "
                    "against its base generator as that base is now); a --checkpoint export always does.")
-def command(source: str, dest: str, storage_dtype: str, step: int | None, recalibrate: bool) -> None:
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Change a Config field that leaves the tensors as they are (an inference default such as a "
+                   "refiner's refine_eps); a field that would change the network is refused (repeatable).")
+def command(source: str, dest: str, storage_dtype: str, step: int | None, recalibrate: bool, sets: tuple[str, ...]) -> None:
     """Copy a model (a training output directory, a name, hf://...) to DEST as a clean model directory.
 
     DEST gets only config.json and model.safetensors (no checkpoints or logs), ready to bundle in
     a package or push; the sha256 of both files is printed for a registry entry.
     """
     from ..checkpoints import model_from_checkpoint
+    from ..configs import parse_assignments
     from ..weights import file_hashes, load_model_dir, read_config, resolve, save_pretrained
 
     if step is not None:
@@ -29,9 +33,31 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
         if recalibrate:
             model.prepare_export()
             provenance = {**(provenance or {}), "recalibrated_at_export": True}
+    if sets:
+        overrides = parse_assignments(sets)
+        model = with_config(model, overrides)
+        provenance = {**(provenance or {}), "export_set": {key: getattr(model.config, key) for key in overrides}}
     out = save_pretrained(model, dest, storage_dtype=None if storage_dtype == "float32" else storage_dtype,
                           provenance=provenance)
     click.echo(f"exported {source} to {out}")
     click.echo("files:")
     for name, digest in file_hashes(out).items():
         click.echo(f"  {name}: {digest}")
+
+
+def with_config(model, overrides: dict[str, str]):
+    """The same tensors under a config with ``overrides``; refused if the overrides change any tensor."""
+    from ..configs import replace_config
+    from ..errors import GenzooError
+
+    config = replace_config(model.config, overrides, where=f"{model.name} config")
+    rebuilt = type(model)(config)
+    old, new = model.state_dict(), rebuilt.state_dict()
+    changed = sorted(k for k in old.keys() | new.keys()
+                     if k not in old or k not in new or old[k].shape != new[k].shape or old[k].dtype != new[k].dtype)
+    if changed:
+        keys = ", ".join(sorted(overrides))
+        raise GenzooError(f"export --set {keys} changes the network's tensors ({', '.join(changed[:3])}); "
+                          f"retrain with genzoo fit --set {keys}=... instead")
+    rebuilt.load_state_dict(old, strict=True)
+    return rebuilt.eval()
