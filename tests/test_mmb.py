@@ -124,6 +124,39 @@ def test_stationarity_loss_reaches_the_generator_and_the_multiplier_net(toy_clas
         assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in net.parameters())
 
 
+def test_generator_options_mean_output_and_diversity_train_and_reload_without_the_classifier(toy_classifier, tmp_path):
+    with pytest.raises(ValueError, match="generator_norm=batch"):
+        GeneratorConfig(output="mean")
+    torch.manual_seed(0)
+    config = GeneratorConfig(classifiers=(str(toy_classifier[0]),), latent=4, width=32, output="mean",
+                             generator_norm="batch", diversity=0.1)
+    gen = MMBGenerator(config)
+    gen.setup_fit(None)
+    mean = gen.targets[0].classifier.mean
+    assert torch.equal(gen.centres[0], mean)
+    start = gen.generate(torch.randn(16, 4), torch.arange(16) % 3)
+    assert (start - mean).abs().max() < 0.1  # output=mean: samples start at the classifier's mean image
+    before = gen.targets[0].margins(start, torch.arange(16) % 3).mean()
+    logs = run_steps(gen, 40)
+    assert "spread" in logs and logs["margin"] > before  # the dual loss moves them out towards the margin
+    path = genzoo.save_pretrained(gen, tmp_path / "gen")
+    again = genzoo.load(path)  # centres travel with the weights: sampling needs no classifier
+    assert torch.equal(again.centres, gen.centres)
+    images = again.sample(6, labels=torch.arange(6) % 3, seed=0)
+    assert images.min() >= 0 and images.max() <= 1
+
+
+def test_reconstruction_starts_at_the_mean_image_once(toy_classifier):
+    torch.manual_seed(0)
+    rec = MMBReconstruct(ReconstructConfig(classifier=str(toy_classifier[0]), count=6, init_std=0.01))
+    rec.setup_fit(None)
+    mean = rec.targets[0].classifier.mean
+    assert (rec.raw_images() - mean).abs().max() < 0.05 and bool(rec.started)
+    first = rec.raw_images().detach().clone()
+    rec.setup_fit(None)  # a resumed run: the pixels came back from the checkpoint, the mean is not added twice
+    assert torch.equal(rec.raw_images().detach(), first)
+
+
 # -- the 2D toy: generated points land on the margin points ------------------------------------------
 
 
@@ -180,6 +213,7 @@ def test_fit_classifier_generator_and_reconstruction_from_the_cli(toy_npz, tmp_p
         gen.sample(2, classifier=2)
     rec = genzoo.load(rec_dir)
     images = rec.images().detach()
+    assert bool(rec.started) and images.min() >= 0 and images.max() <= 1
     assert torch.equal(rec.sample(30, seed=5), images[torch.arange(30) % 12])
     # explicit labels: the (i // C)-th reconstruction of each label, cycling through that label's ones
     assert torch.equal(rec.sample(8, labels=torch.full((8,), 3)), images[torch.tensor([3, 3, 3, 3, 7, 7, 7, 7])])

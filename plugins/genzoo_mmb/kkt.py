@@ -78,6 +78,15 @@ class KKTTarget:
         net = self.classifier.net
         return functional_call(net, params or self.params, (x - self.classifier.mean,), {"slope": slope})
 
+    def first_layer(self, x: torch.Tensor) -> torch.Tensor:
+        """The first layer's pre-activations under theta~, flattened: what the classifier sees of x."""
+        net = self.classifier.net
+        first = net.layers[0] if hasattr(net, "layers") else net.convs[0]
+        prefix = "layers.0." if hasattr(net, "layers") else "convs.0."
+        params = {n[len(prefix):]: p for n, p in self.params.items() if n.startswith(prefix)}
+        u = x - self.classifier.mean
+        return functional_call(first, params, (u.flatten(1) if hasattr(net, "layers") else u,)).flatten(1)
+
     def margins(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """q(theta~; x, y): 1 on the training set's margin points, > 1 on the others."""
         return margins(self.logits(x), labels)
@@ -130,6 +139,17 @@ def duality_loss(q: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
     """
     w = lam.detach() / lam.detach().mean().clamp_min(1e-30)
     return (torch.relu(1 - q).pow(2) + w * (q - 1).pow(2)).mean()
+
+
+def box_penalty(x: torch.Tensor) -> torch.Tensor:
+    """sum_pixels relu(-x)^2 + relu(x - 1)^2 per image, mean over the batch: keeps free pixels in [0, 1]."""
+    return (torch.relu(-x).pow(2) + torch.relu(x - 1).pow(2)).flatten(1).sum(1).mean()
+
+
+def same_label_spread(features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean log squared distance between the features of same-label pairs (a repulsion when maximised)."""
+    same = (labels[:, None] == labels[None]) & ~torch.eye(len(labels), dtype=torch.bool, device=labels.device)
+    return torch.cdist(features, features).pow(2)[same].add(1e-6).log().mean()
 
 
 # -- checking the theory on the true training set --------------------------------------------------

@@ -1,8 +1,10 @@
 """``mmb-reconstruct``: Haim et al.'s (NeurIPS 2022) per-image reconstruction, the baseline of the MMB paper.
 
-Instead of a generator, ``count`` images x_m (pixels through a sigmoid) and their multipliers
-lambda_m >= 0 are optimised directly against the same KKT losses as ``mmb`` (kkt.py), with every
-image in every step. Image m carries label m mod C.
+Instead of a generator, ``count`` images x_m and their multipliers lambda_m >= 0 are optimised
+directly against the same KKT losses as ``mmb`` (kkt.py), with every image in every step. Image m
+carries label m mod C. ``init="mean"`` (the default) is Haim et al.'s start: x_m = mean + u_m with
+small u_m, the pixels free and kept in [0, 1] by a penalty (their "prior" loss), clipped when
+sampled. ``init="grey"`` is the first version: x_m = sigmoid(pixels_m), starting near 0.5.
 
 Sampling returns the reconstructions themselves: image i of a call with default labels is
 reconstruction i mod count (so for n > count they repeat); with explicit labels, image i is the
@@ -13,7 +15,7 @@ has no effect: there is nothing random to draw.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -23,7 +25,7 @@ from genzoo import GenzooError, Noise
 
 from .classifier import PAPER
 from .generator import load_targets, resolve_shapes
-from .kkt import KKTTarget, Stationarity, duality_loss, relu_multipliers
+from .kkt import KKTTarget, Stationarity, box_penalty, duality_loss, relu_multipliers
 
 
 @dataclass
@@ -38,7 +40,9 @@ class ReconstructConfig:
     dual_weight: float = 10.0
     relu_slope: float = 150.0
     lambda_inputs: int = 64
-    init_std: float = 0.1  # initial pixel logits ~ N(0, init_std^2): images start near 0.5 grey
+    init: Literal["mean", "grey"] = "mean"  # mean: x = mean image + u, u ~ N(0, init_std^2); grey: sigmoid(N(0, init_std^2))
+    init_std: float = 0.01
+    box_weight: float = 1.0  # init=mean: weight of the penalty sum relu(-x)^2 + relu(x - 1)^2 per image
     lr: float = 0.01
 
     def __post_init__(self) -> None:
@@ -59,13 +63,19 @@ class MMBReconstruct(genzoo.Method):
         c = self.config
         if not (c.channels and c.image_size and c.num_classes):
             self.config = c = resolve_shapes(c, (c.classifier,) if c.classifier else (), "mmb-reconstruct", "classifier")
-        self.pixels = nn.Parameter(c.init_std * torch.randn(c.count, *self.image_shape))  # x_m = sigmoid(pixels_m)
+        # init=grey: x_m = sigmoid(pixels_m); init=mean: x_m = pixels_m, set to mean + noise in setup_fit
+        self.pixels = nn.Parameter(c.init_std * torch.randn(c.count, *self.image_shape))
         self.raw_multipliers = nn.Parameter(torch.zeros(c.count))  # lambda_m = unit * c * relu(1 + raw_m - mean raw)
         self.register_buffer("labels", torch.arange(c.count) % c.num_classes)
+        self.register_buffer("started", torch.tensor(False))  # init=mean: the mean image has been added
         self.targets: list[KKTTarget] = []
 
+    def raw_images(self) -> torch.Tensor:
+        """The images the losses see (init=mean: not yet clipped to [0, 1])."""
+        return torch.sigmoid(self.pixels) if self.config.init == "grey" else self.pixels
+
     def images(self) -> torch.Tensor:
-        return torch.sigmoid(self.pixels)
+        return self.raw_images().clamp(0, 1)
 
     def sample_batch(self, noise: Noise, labels: torch.Tensor | None, **options: Any) -> torch.Tensor:
         c = self.config
@@ -81,6 +91,10 @@ class MMBReconstruct(genzoo.Method):
 
     def setup_fit(self, data: Any) -> None:
         self.targets = load_targets((self.config.classifier,), self.config, self.device)
+        if self.config.init == "mean" and not self.started:
+            with torch.no_grad():  # a resumed run has its pixels back from the checkpoint already
+                self.pixels.add_(self.targets[0].classifier.mean.to(self.pixels))
+            self.started.fill_(True)
 
     def training_step(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         # Every image in every step: the loop's batch size is ignored.
@@ -89,12 +103,16 @@ class MMBReconstruct(genzoo.Method):
         target = self.targets[0]
         if target.device != self.device:
             target.to(self.device)
-        x = self.images()
+        x = self.raw_images()
         lam_rel = relu_multipliers(self.raw_multipliers)
         stationarity, q, scale = target.stationarity(x, self.labels, target.unit * lam_rel, self.config.relu_slope)
         dual = duality_loss(q, lam_rel)
-        return {"loss": stationarity + self.config.dual_weight * dual, "stationarity": stationarity.detach(),
-                "dual": dual.detach(), "margin": q.detach().mean(), "feasible": (q.detach() >= 1).float().mean(),
+        box = box_penalty(x)
+        loss = stationarity + self.config.dual_weight * dual
+        if self.config.init == "mean":
+            loss = loss + self.config.box_weight * box
+        return {"loss": loss, "stationarity": stationarity.detach(), "dual": dual.detach(), "box": box.detach(),
+                "margin": q.detach().mean(), "feasible": (q.detach() >= 1).float().mean(),
                 "lambda": (scale * lam_rel).detach().mean()}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
