@@ -1,11 +1,11 @@
 """Refinement benchmark: ign-mnist samples before and after each refiner, in genzoo's MNIST features.
 
     python benchmarks/robust_refine.py --refiners robust-mnist,DIR_CLASSIFIER_ONLY,DIR_PLAIN \
-        --data-root ../shared/data [-n 10000] [--steps K --eps R --step-size S] [--json docs/results/robust.json]
+        --data-root ../shared/data [-n 10000] [--steps K --eps R --step-size S] [--seed S] [--json docs/results/robust.json]
 
 For each refiner: FID, KID, precision, recall, class entropy and confidence of the refined
 samples, how often the eval classifier agrees with the label the refiner aimed at (before and after), and
-refinement speed (images/s). The generator's samples are drawn once (seed 0) and shared.
+refinement speed (images/s). The generator's samples are drawn once (--seed, default 0) and shared.
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="refinement steps (default: each refiner's own)")
     parser.add_argument("--eps", type=float, default=None, help="refinement radius (default: each refiner's own)")
     parser.add_argument("--step-size", type=float, default=None, help="refinement step size (default: each refiner's own)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generator's samples (refinement noise too)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
     generator = genzoo.load(args.generator)
-    samples = generator.sample(args.n, seed=0, progress=True)
+    samples = generator.sample(args.n, seed=args.seed, progress=True)
     metrics = "fid,kid,precision,recall"
     rows = {"unrefined": genzoo.evaluate(samples, n=args.n, metrics=metrics, data_root=args.data_root, progress=False)}
     print("unrefined", json.dumps(rows["unrefined"]["metrics"]), flush=True)
@@ -47,7 +48,7 @@ def main() -> None:
         labels = refiner.predict_labels(samples)
         before = float((predicted == labels).double().mean())
         t = time.time()
-        refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=0, progress=True, **options)
+        refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=args.seed, progress=True, **options)
         speed = args.n / (time.time() - t)
         report = genzoo.evaluate(refined, n=args.n, labels=labels, metrics=metrics + ",accuracy",
                                  data_root=args.data_root, progress=False)
