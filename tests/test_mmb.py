@@ -66,6 +66,15 @@ def test_lambda_satisfies_the_scaling_identity_on_fresh_inputs(arch, bias):
         assert lam[max(n for n in lam if n.endswith("bias"))] == pytest.approx(1.0, abs=1e-8)
 
 
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_first_only_returns_the_first_layer_pre_activations(arch):
+    torch.manual_seed(0)
+    net = MMBClassifier(ClassifierConfig(arch=arch, channels=1, image_size=8, num_classes=4, width=6, depth=3, per_class=1)).net
+    x = torch.randn(5, 1, 8, 8)
+    first = net.layers[0](x.flatten(1)) if arch == "mlp" else net.convs[0](x).flatten(1)
+    assert torch.equal(net(x, first_only=True), first)
+
+
 @pytest.mark.parametrize("depth", [2, 3, 4])
 def test_minimum_norm_lambda_of_a_bias_free_mlp_is_one_over_depth(depth):
     torch.manual_seed(0)

@@ -80,12 +80,7 @@ class KKTTarget:
 
     def first_layer(self, x: torch.Tensor) -> torch.Tensor:
         """The first layer's pre-activations under theta~, flattened: what the classifier sees of x."""
-        net = self.classifier.net
-        first = net.layers[0] if hasattr(net, "layers") else net.convs[0]
-        prefix = "layers.0." if hasattr(net, "layers") else "convs.0."
-        params = {n[len(prefix):]: p for n, p in self.params.items() if n.startswith(prefix)}
-        u = x - self.classifier.mean
-        return functional_call(first, params, (u.flatten(1) if hasattr(net, "layers") else u,)).flatten(1)
+        return functional_call(self.classifier.net, self.params, (x - self.classifier.mean,), {"first_only": True})
 
     def margins(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """q(theta~; x, y): 1 on the training set's margin points, > 1 on the others."""
