@@ -160,7 +160,7 @@ def test_reconstruction_starts_at_the_mean_image_once(toy_classifier):
     rec = MMBReconstruct(ReconstructConfig(classifier=str(toy_classifier[0]), count=6, init_std=0.01))
     rec.setup_fit(None)
     mean = rec.targets[0].classifier.mean
-    assert (rec.raw_images() - mean).abs().max() < 0.05 and bool(rec.started)
+    assert (rec.raw_images() - mean).abs().max() < 0.05 and torch.equal(rec.centre, mean)
     first = rec.raw_images().detach().clone()
     rec.setup_fit(None)  # a resumed run: the pixels came back from the checkpoint, the mean is not added twice
     assert torch.equal(rec.raw_images().detach(), first)
@@ -222,7 +222,7 @@ def test_fit_classifier_generator_and_reconstruction_from_the_cli(toy_npz, tmp_p
         gen.sample(2, classifier=2)
     rec = genzoo.load(rec_dir)
     images = rec.images().detach()
-    assert bool(rec.started) and images.min() >= 0 and images.max() <= 1
+    assert rec.centre.abs().sum() > 0 and images.min() >= 0 and images.max() <= 1
     assert torch.equal(rec.sample(30, seed=5), images[torch.arange(30) % 12])
     # explicit labels: the (i // C)-th reconstruction of each label, cycling through that label's ones
     assert torch.equal(rec.sample(8, labels=torch.full((8,), 3)), images[torch.tensor([3, 3, 3, 3, 7, 7, 7, 7])])

@@ -63,16 +63,17 @@ class MMBReconstruct(genzoo.Method):
         c = self.config
         if not (c.channels and c.image_size and c.num_classes):
             self.config = c = resolve_shapes(c, (c.classifier,) if c.classifier else (), "mmb-reconstruct", "classifier")
-        # init=grey: x_m = sigmoid(pixels_m); init=mean: x_m = pixels_m, set to mean + noise in setup_fit
+        # init=grey: x_m = sigmoid(pixels_m); init=mean: x_m = centre + pixels_m
         self.pixels = nn.Parameter(c.init_std * torch.randn(c.count, *self.image_shape))
+        if c.init == "mean":  # the classifier's centring image, copied in setup_fit so sampling needs no classifier
+            self.register_buffer("centre", torch.zeros(self.image_shape))
         self.raw_multipliers = nn.Parameter(torch.zeros(c.count))  # lambda_m = unit * c * relu(1 + raw_m - mean raw)
         self.register_buffer("labels", torch.arange(c.count) % c.num_classes)
-        self.register_buffer("started", torch.tensor(False))  # init=mean: the mean image has been added
         self.targets: list[KKTTarget] = []
 
     def raw_images(self) -> torch.Tensor:
         """The images the losses see (init=mean: not yet clipped to [0, 1])."""
-        return torch.sigmoid(self.pixels) if self.config.init == "grey" else self.pixels
+        return torch.sigmoid(self.pixels) if self.config.init == "grey" else self.centre + self.pixels
 
     def images(self) -> torch.Tensor:
         return self.raw_images().clamp(0, 1)
@@ -91,10 +92,9 @@ class MMBReconstruct(genzoo.Method):
 
     def setup_fit(self, data: Any) -> None:
         self.targets = load_targets((self.config.classifier,), self.config, self.device)
-        if self.config.init == "mean" and not self.started:
-            with torch.no_grad():  # a resumed run has its pixels back from the checkpoint already
-                self.pixels.add_(self.targets[0].classifier.mean.to(self.pixels))
-            self.started.fill_(True)
+        if self.config.init == "mean":
+            with torch.no_grad():
+                self.centre.copy_(self.targets[0].classifier.mean.to(self.centre))
 
     def training_step(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         # Every image in every step: the loop's batch size is ignored.
@@ -107,13 +107,14 @@ class MMBReconstruct(genzoo.Method):
         lam_rel = relu_multipliers(self.raw_multipliers)
         stationarity, q, scale = target.stationarity(x, self.labels, target.unit * lam_rel, self.config.relu_slope)
         dual = duality_loss(q, lam_rel)
-        box = box_penalty(x)
         loss = stationarity + self.config.dual_weight * dual
-        if self.config.init == "mean":
+        logs = {"stationarity": stationarity.detach(), "dual": dual.detach(), "margin": q.detach().mean(),
+                "feasible": (q.detach() >= 1).float().mean(), "lambda": (scale * lam_rel).detach().mean()}
+        if self.config.init == "mean":  # sigmoid pixels (init=grey) cannot leave [0, 1]
+            box = box_penalty(x)
             loss = loss + self.config.box_weight * box
-        return {"loss": loss, "stationarity": stationarity.detach(), "dual": dual.detach(), "box": box.detach(),
-                "margin": q.detach().mean(), "feasible": (q.detach() >= 1).float().mean(),
-                "lambda": (scale * lam_rel).detach().mean()}
+            logs["box"] = box.detach()
+        return {"loss": loss, **logs}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.config.lr)
