@@ -3,8 +3,10 @@
 Every dataset is held in memory as uint8 NCHW images plus optional int64 labels, which keeps the
 training loop's batches cheap and its order exactly reproducible. Spec strings:
 
-    mnist[:train|test]   cifar10[:train|test]   celeba[:train|valid|test]
-    folder:PATH          npz:PATH[:SPLIT]
+    mnist[:train|test]   cifar10[:train|test]   cifar10-exact[:train|test]
+    celeba64[:train|test|all]   celeba[:train|valid|test]   folder:PATH   npz:PATH[:SPLIT]
+
+Named datasets are rows of a table (:class:`DatasetEntry`); `genzoo datasets` lists them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -19,7 +22,6 @@ import torch
 from .errors import GenzooError
 
 DATA_ROOT_ENV = "GENZOO_DATA_ROOT"
-BUILTINS = ("mnist", "cifar10", "celeba")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 
 
@@ -62,7 +64,34 @@ def default_root() -> Path:
     return Path(os.environ.get(DATA_ROOT_ENV, "data")).expanduser()
 
 
-def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_split: str = "train") -> ImageData:
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A dataset known by name: what it holds, where its files are expected, and how to read them.
+
+    ``load(root, split)`` returns an :class:`ImageData`; ``splits`` maps each split to its size
+    (None where it depends on the files found); ``files`` says, relative to the data root, what
+    must be there.
+    """
+
+    name: str
+    summary: str
+    shape: tuple[int, int, int]
+    num_classes: int  # 0: no labels
+    splits: dict[str, int | None]
+    files: str
+    load: Callable[[Path, str], ImageData]
+    default_split: str = "train"
+    license: str = ""
+    source: str = "genzoo"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary, "shape": list(self.shape), "num_classes": self.num_classes,
+                "splits": dict(self.splits), "files": self.files, "default_split": self.default_split,
+                "license": self.license, "source": self.source}
+
+
+def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_split: str | None = None,
+                 table: dict[str, DatasetEntry] | None = None) -> ImageData:
     """Load a dataset named by a spec string (see the module docstring)."""
     root = Path(root).expanduser() if root is not None else default_root()
     kind, _, rest = spec.partition(":")
@@ -76,16 +105,17 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
             raise GenzooError("npz datasets are written npz:PATH[:SPLIT]")
         path, split = _split_npz_spec(rest)
         return load_npz(path, split)
-    split = rest or default_split
-    if kind == "mnist":
-        return _load_torchvision_mnist(root, split)
-    if kind == "cifar10":
-        return _load_torchvision_cifar10(root, split)
-    if kind == "celeba":
-        return _load_torchvision_celeba(root, split)
-    raise GenzooError(
-        f"unknown dataset {spec!r}; use one of {', '.join(BUILTINS)} (with :train or :test), folder:PATH or npz:PATH[:SPLIT]"
-    )
+    table = BUILTIN_DATASETS if table is None else table
+    entry = table.get(kind)
+    if entry is None:
+        raise GenzooError(
+            f"unknown dataset {spec!r}; use one of {', '.join(sorted(table))} (with :SPLIT), folder:PATH or "
+            f"npz:PATH[:SPLIT] (`genzoo datasets` lists them)"
+        )
+    split = rest or (default_split if default_split in entry.splits else entry.default_split)
+    if split not in entry.splits:
+        raise GenzooError(f"{entry.name} splits are {', '.join(entry.splits)}; got {split!r}")
+    return entry.load(root, split)
 
 
 def _split_npz_spec(rest: str) -> tuple[Path, str | None]:
@@ -174,36 +204,81 @@ def _torchvision(make, name: str, root: Path, files: str):
 def _load_torchvision_mnist(root: Path, split: str) -> ImageData:
     from torchvision.datasets import MNIST
 
-    train = _train_flag(split, "mnist")
+    train = split == "train"
     ds = _torchvision(lambda download: MNIST(str(root), train=train, download=download), "MNIST", root, "MNIST/raw/*-ubyte")
     return ImageData(ds.data.unsqueeze(1).contiguous(), ds.targets.long(), f"mnist:{split}")
 
 
-def _load_torchvision_cifar10(root: Path, split: str) -> ImageData:
+def _load_cifar10(root: Path, split: str) -> ImageData:
+    """The subset genzoo ships for offline machines when present, else torchvision's full CIFAR-10."""
+    subset = root / CIFAR10_SUBSET
+    if subset.is_file() and not (root / "cifar-10-batches-py").is_dir():
+        data = load_npz(subset, split)
+        return ImageData(data.images, data.labels, f"cifar10:{split} ({CIFAR10_SUBSET})")
     from torchvision.datasets import CIFAR10
 
-    train = _train_flag(split, "cifar10")
-    ds = _torchvision(lambda download: CIFAR10(str(root), train=train, download=download), "CIFAR-10", root, "cifar-10-batches-py")
+    files = f"{CIFAR10_SUBSET} or cifar-10-batches-py"
+    ds = _torchvision(lambda download: CIFAR10(str(root), train=split == "train", download=download), "CIFAR-10",
+                      root, files)
     images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
     return ImageData(images, torch.tensor(ds.targets, dtype=torch.long), f"cifar10:{split}")
+
+
+def _load_cifar10_exact(root: Path, split: str) -> ImageData:
+    path = _require_file(root, CIFAR10_EXACT, "cifar10-exact")
+    data = load_npz(path, split)
+    return ImageData(data.images, data.labels, f"cifar10-exact:{split}")
+
+
+def _load_celeba64(root: Path, split: str) -> ImageData:
+    path = _require_file(root, CELEBA64, "celeba64")
+    with np.load(path, allow_pickle=False) as arrays:
+        x = arrays["x"]
+    rows = {"train": slice(0, CELEBA64_TRAIN), "test": slice(CELEBA64_TRAIN, None), "all": slice(None)}[split]
+    return ImageData(images_to_uint8_nchw(x[rows], str(path)), None, f"celeba64:{split}")
+
+
+def _require_file(root: Path, relative: str, name: str) -> Path:
+    path = root / relative
+    if not path.is_file():
+        raise GenzooError(f"{name} needs {path}, which does not exist; pass --data-root DIR (or set {DATA_ROOT_ENV}) "
+                          f"to the folder that holds {relative}")
+    return path
 
 
 def _load_torchvision_celeba(root: Path, split: str, size: int = 64) -> ImageData:
     from torchvision import transforms
     from torchvision.datasets import CelebA
 
-    if split not in ("train", "valid", "test", "all"):
-        raise GenzooError(f"celeba splits are train, valid, test and all; got {split!r}")
     tf = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size), transforms.PILToTensor()])
     ds = _torchvision(lambda download: CelebA(str(root), split=split, transform=tf, download=download), "CelebA", root, "celeba/img_align_celeba")
     images = torch.stack([ds[i][0] for i in range(len(ds))])
     return ImageData(images, None, f"celeba:{split}")
 
 
-def _train_flag(split: str, name: str) -> bool:
-    if split not in ("train", "test"):
-        raise GenzooError(f"{name} splits are train and test; got {split!r}")
-    return split == "train"
+CIFAR10_SUBSET = "cifar10/cifar10_jpeg.npz"
+CIFAR10_EXACT = "cifar10/cifar10_exact_5k.npz"
+CELEBA64 = "celeba/celeba64_5k.npz"
+CELEBA64_TRAIN = 4000  # faces 1-4,000 train (models, the CelebA feature network); 4,001-5,000 are held out
+MNIST_LICENSE = "CC BY-SA 3.0 (LeCun and Cortes)"
+CIFAR10_LICENSE = "CIFAR-10 (Krizhevsky, 2009): free to use, cite the tech report"
+CELEBA_LICENSE = "CelebA: non-commercial research use only"
+
+BUILTIN_DATASETS: dict[str, DatasetEntry] = {e.name: e for e in (
+    DatasetEntry("mnist", "handwritten digits (torchvision's layout; downloaded when online)", (1, 28, 28), 10,
+                 {"train": 60000, "test": 10000}, "MNIST/raw/*-ubyte", _load_torchvision_mnist, license=MNIST_LICENSE),
+    DatasetEntry("cifar10", "CIFAR-10: genzoo's JPEG-decoded subset when present (10,000 train + 10,000 test), "
+                 "else torchvision's full set (50,000 + 10,000)", (3, 32, 32), 10, {"train": None, "test": None},
+                 f"{CIFAR10_SUBSET} or cifar-10-batches-py", _load_cifar10, license=CIFAR10_LICENSE),
+    DatasetEntry("cifar10-exact", "CIFAR-10 training images 0-3,999 and test images 0-999, lossless", (3, 32, 32), 10,
+                 {"train": 4000, "test": 1000}, CIFAR10_EXACT, _load_cifar10_exact, license=CIFAR10_LICENSE),
+    DatasetEntry("celeba64", "5,000 aligned CelebA faces at 64x64 (train: faces 1-4,000; test: 4,001-5,000)",
+                 (3, 64, 64), 0, {"train": CELEBA64_TRAIN, "test": 5000 - CELEBA64_TRAIN, "all": 5000}, CELEBA64,
+                 _load_celeba64, license=CELEBA_LICENSE),
+    DatasetEntry("celeba", "CelebA aligned faces through torchvision, resized and cropped to 64x64", (3, 64, 64), 0,
+                 {"train": None, "valid": None, "test": None, "all": None}, "celeba/img_align_celeba",
+                 _load_torchvision_celeba, license=CELEBA_LICENSE),
+)}
 
 
 def fixed_permutation(n: int, seed: int = 0) -> torch.Tensor:

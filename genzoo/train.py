@@ -34,6 +34,7 @@ from ._version import __version__
 from .configs import build_config, config_to_dict
 from .data import ImageData, load_dataset
 from .errors import GenzooError
+from .hardware import device_name
 from .seeding import image_seed
 from .weights import save_pretrained
 
@@ -293,7 +294,8 @@ class Trainer:
 
     def _write_fit_json(self, world: int) -> None:
         path = self.out / "fit.json"
-        document = {"settings": self._settings(), "options": asdict(self.opts), "processes": world}
+        document = {"settings": self._settings(), "options": asdict(self.opts), "processes": world,
+                    "hardware": device_name(self.accelerator.device)}
         previous = json.loads(path.read_text()).get("commands", []) if path.is_file() else []
         if not previous and self.opts.init:  # the fine-tuned model's provenance lists its whole history
             previous = list(getattr(self, "_init_commands", []))
@@ -378,6 +380,8 @@ class Trainer:
             "steps": step,
             "batch_size": o.batch_size,
             "bf16": o.bf16,
+            "precision": "bf16" if o.bf16 else "fp32",
+            "hardware": device_name(self.accelerator.device),
             "processes": world,
             "training_seconds": round(elapsed, 1),
             "weights": "ema" if getattr(self.config, "ema_decay", 0) else "raw",

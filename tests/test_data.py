@@ -46,7 +46,7 @@ def test_missing_mnist_offline_names_the_files_and_the_flag(tmp_path, monkeypatc
 def test_unknown_dataset_and_split(tmp_path):
     with pytest.raises(GenzooError, match="unknown dataset 'imagenet'"):
         load_dataset("imagenet", tmp_path)
-    with pytest.raises(GenzooError, match="mnist splits are train and test"):
+    with pytest.raises(GenzooError, match="mnist splits are train, test"):
         load_dataset("mnist:valid", tmp_path)
 
 
