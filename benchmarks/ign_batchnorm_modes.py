@@ -17,8 +17,10 @@ import json
 import torch
 
 import genzoo
-from genzoo.data import fixed_permutation, load_dataset
-from genzoo.metrics import class_statistics, extract, feature_space, fid
+from genzoo.data import fixed_permutation
+from genzoo.datasets import load_dataset
+from genzoo.features import extract, feature_space
+from genzoo.scores import class_statistics, fid
 from genzoo_ign import batchnorm
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 import genzoo
-from genzoo.data import load_dataset
+from genzoo.datasets import load_dataset
 
 
 def main() -> None:

@@ -19,8 +19,9 @@ import torch
 from torchvision.transforms.functional import gaussian_blur
 
 import genzoo
-from genzoo.data import fixed_permutation, load_dataset
-from genzoo.metrics import extract, feature_space
+from genzoo.data import fixed_permutation
+from genzoo.datasets import load_dataset
+from genzoo.features import extract, feature_space
 
 
 def degraded_rows(train: torch.Tensor, seed: int = 0) -> dict[str, torch.Tensor]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 import genzoo
-from genzoo.metrics import extract, feature_space
+from genzoo.features import extract, feature_space
 
 
 def main() -> None:

@@ -8,16 +8,21 @@
 from typing import Any
 
 from ._version import __version__
-from .errors import GenzooError, UnsupportedVerb, WeightsError
+from .data import ImageData
+from .errors import ArgumentError, GenzooError, UnsupportedVerb, WeightsError
 from .hookspecs import hookimpl
+from .loading import load
 from .method import Method
-from .registry import ModelEntry, find_model
+from .plugins import find_model, get_host
+from .registry import ModelEntry
 from .seeding import Noise
-from .weights import load, save_pretrained
+from .weights import save_pretrained
 
 __all__ = [
     "__version__",
+    "ArgumentError",
     "GenzooError",
+    "ImageData",
     "Method",
     "ModelEntry",
     "Noise",
@@ -29,15 +34,15 @@ __all__ = [
     "hookimpl",
     "list_models",
     "load",
+    "load_dataset",
     "push_to_hub",
     "save_pretrained",
+    "schedules",
 ]
 
 
 def list_models() -> list[ModelEntry]:
     """Every model in the catalogue (registry.yaml and plugins), sorted by name."""
-    from .plugins import get_host
-
     return [entry for _, entry in sorted(get_host().all_models().items())]
 
 
@@ -49,11 +54,19 @@ def __getattr__(name: str) -> Any:
 
         return fit
     if name == "evaluate":
-        from .metrics import evaluate
+        from .evaluation import evaluate
 
         return evaluate
     if name == "push_to_hub":
-        from .hub import push_to_hub
+        from .pushing import push_to_hub
 
         return push_to_hub
+    if name == "load_dataset":
+        from .datasets import load_dataset
+
+        return load_dataset
+    if name == "schedules":
+        from . import schedules
+
+        return schedules
     raise AttributeError(f"module 'genzoo' has no attribute {name!r}")

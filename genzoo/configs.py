@@ -1,10 +1,26 @@
-"""Config dataclasses: typed overrides from ``--set key=value`` and from config.json."""
+"""Config dataclasses: typed, range-checked overrides from ``--set key=value`` and from config.json.
+
+A field's type is its annotation; a range is added with ``typing.Annotated``::
+
+    from typing import Annotated
+    from genzoo.configs import Positive, Probability
+
+    @dataclass
+    class MyConfig:
+        width: Annotated[int, Positive] = 64
+        dropout: Annotated[float, Probability] = 0.1
+
+Fields the core reads (``channels``, ``image_size``, ``num_classes``, ``ema_decay``, ``grad_clip``)
+are range-checked even without an annotation, and every float must be finite.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
+from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from .errors import GenzooError
@@ -13,16 +29,63 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+@dataclass(frozen=True)
+class Range:
+    """An allowed interval for a number: ``low``/``high`` (None: unbounded), each end closed unless ``*_open``."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            return False
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            return False
+        return True
+
+    def describe(self) -> str:
+        if self.low == 0 and self.low_open and self.high is None:
+            return "positive"
+        if self.low == 0 and not self.low_open and self.high is None:
+            return "zero or more"
+        left = "(" if self.low_open else "["
+        right = ")" if self.high_open else "]"
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"in {left}{low}, {high}{right}"
+
+
+Positive = Range(0, None, low_open=True)
+NonNegative = Range(0, None)
+Probability = Range(0, 1)
+UnitOpen = Range(0, 1, high_open=True)  # e.g. a decay or momentum: 0 <= b < 1
+
+# Fields with meaning to the core, checked whatever their annotation says.
+CORE_RANGES = {"channels": Range(1), "image_size": Range(1), "num_classes": NonNegative, "ema_decay": UnitOpen,
+               "grad_clip": NonNegative}
+
+
 def _field_types(config_cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(config_cls)
+    return typing.get_type_hints(config_cls, include_extras=True)
 
 
 def coerce_value(value: Any, hint: Any, where: str) -> Any:
-    """Convert ``value`` (a CLI string or a JSON value) to the type ``hint``, or raise clearly."""
+    """Convert ``value`` (a CLI string or a JSON value) to the type ``hint``, or raise clearly.
+
+    ``Annotated[T, Range(...)]`` hints are converted to T, then checked against each range.
+    """
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if hint is Any:
         return value
+    if origin is typing.Annotated:
+        coerced = coerce_value(value, args[0], where)
+        for rule in args[1:]:
+            if isinstance(rule, Range):
+                _check_range(coerced, rule, where)
+        return coerced
     if origin in (Union, types.UnionType):
         if value is None or (isinstance(value, str) and value.lower() in {"none", "null"}):
             if type(None) in args:
@@ -68,12 +131,15 @@ def coerce_value(value: Any, hint: Any, where: str) -> Any:
         except ValueError:
             raise GenzooError(f"{where} must be an integer, got {value!r}") from None
     if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+        if isinstance(value, bool):
+            raise GenzooError(f"{where} must be a number, got {value!r}")
         try:
-            return float(str(value))
+            number = float(value) if isinstance(value, (int, float)) else float(str(value))
         except ValueError:
             raise GenzooError(f"{where} must be a number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise GenzooError(f"{where} must be a finite number, got {value!r}")
+        return number
     if hint is str:
         if isinstance(value, str):
             return value
@@ -105,10 +171,36 @@ def build_config(config_cls: type, values: dict[str, Any], *, where: str = "conf
     if unknown:
         raise GenzooError(f"{where}: unknown field(s) {unknown}; known fields: {', '.join(names)}")
     kwargs = {key: coerce_value(value, hints[key], f"{where} field {key!r}") for key, value in values.items()}
+    for key, rule in CORE_RANGES.items():
+        if key in names and _is_number(kwargs.get(key)):
+            _check_range(kwargs[key], rule, f"{where} field {key!r}")
     try:
         return config_cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise GenzooError(f"{where}: {exc}") from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_range(value: Any, rule: Range, where: str) -> None:
+    if _is_number(value) and not rule.contains(value):
+        raise GenzooError(f"{where} must be {rule.describe()}, got {value!r}")
+
+
+def option(default: Any = dataclasses.MISSING, *, help: str = "", flags: tuple[str, ...] = (),
+           cli: bool = True, metavar: str | None = None, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A field of a verb's options dataclass, with what its command-line option needs.
+
+    One dataclass per verb (``FitOptions``, ``EvalOptions``) holds every default once; the CLI builds
+    its click options from these fields (``genzoo.cli.options``), so the two never drift apart.
+    ``flags`` defaults to ``--field-name``; ``cli=False`` keeps a field out of the command line.
+    """
+    metadata = {"help": help, "flags": tuple(flags), "cli": cli, "metavar": metavar}
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

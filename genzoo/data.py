@@ -12,9 +12,10 @@ Named datasets are rows of a table (:class:`DatasetEntry`); `genzoo datasets` li
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -90,10 +91,8 @@ class DatasetEntry:
                 "license": self.license, "source": self.source}
 
 
-def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_split: str | None = None,
-                 table: dict[str, DatasetEntry] | None = None) -> ImageData:
-    """Load a dataset named by a spec string (see the module docstring)."""
-    root = Path(root).expanduser() if root is not None else default_root()
+def file_dataset(spec: str) -> ImageData | None:
+    """``folder:PATH`` or ``npz:PATH[:SPLIT]`` read at once; None for a named dataset."""
     kind, _, rest = spec.partition(":")
     kind = kind.lower()
     if kind == "folder":
@@ -105,17 +104,15 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
             raise GenzooError("npz datasets are written npz:PATH[:SPLIT]")
         path, split = _split_npz_spec(rest)
         return load_npz(path, split)
-    table = BUILTIN_DATASETS if table is None else table
-    entry = table.get(kind)
-    if entry is None:
-        raise GenzooError(
-            f"unknown dataset {spec!r}; use one of {', '.join(sorted(table))} (with :SPLIT), folder:PATH or "
-            f"npz:PATH[:SPLIT] (`genzoo datasets` lists them)"
-        )
-    split = rest or (default_split if default_split in entry.splits else entry.default_split)
+    return None
+
+
+def choose_split(entry: DatasetEntry, split: str, preferred: str | None = None) -> str:
+    """The split a spec asks for (``split``, else ``preferred`` if the dataset has it, else its default)."""
+    split = split or (preferred if preferred in entry.splits else entry.default_split)
     if split not in entry.splits:
         raise GenzooError(f"{entry.name} splits are {', '.join(entry.splits)}; got {split!r}")
-    return entry.load(root, split)
+    return split
 
 
 def _split_npz_spec(rest: str) -> tuple[Path, str | None]:
@@ -127,18 +124,36 @@ def _split_npz_spec(rest: str) -> tuple[Path, str | None]:
     raise GenzooError(f"npz file {rest!r} does not exist; write npz:PATH[:SPLIT] with an existing file")
 
 
+NPZ_ACCEPTED = ("an .npz written by numpy.savez with images under key x (uint8 N x H x W, N x H x W x C or "
+                "N x C x H x W, or floats in [0, 1]) and optional int labels under y")
+
+
 def load_npz(path: str | os.PathLike, split: str | None = None) -> ImageData:
-    """Images from an .npz: keys ``x``/``y`` or ``x_SPLIT``/``y_SPLIT``; uint8 NHW/NHWC/NCHW or float [0, 1]."""
+    """Images from an .npz: keys ``x``/``y`` or ``x_SPLIT``/``y_SPLIT``; uint8 NHW/NHWC/NCHW or float [0, 1].
+
+    Never unpickles: a file that is not a plain-array .npz is refused with what genzoo accepts.
+    """
     path = Path(path)
-    with np.load(path, allow_pickle=False) as data:
-        x_key, y_key = ("x", "y") if split is None else (f"x_{split}", f"y_{split}")
-        if x_key not in data.files:
-            splits = sorted(k[2:] for k in data.files if k.startswith("x_"))
-            hint = f"; it has splits {splits} (write npz:{path}:SPLIT)" if splits and split is None else ""
-            raise GenzooError(f"{path} has no array {x_key!r} (arrays: {', '.join(data.files)}){hint}")
-        x = data[x_key]
-        y = data[y_key] if y_key in data.files else None
+    x_key, y_key = ("x", "y") if split is None else (f"x_{split}", f"y_{split}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise ValueError("a single .npy array, not an .npz archive")
+            if x_key not in data.files:
+                splits = sorted(k[2:] for k in data.files if k.startswith("x_"))
+                hint = f"; it has splits {splits} (write npz:{path}:SPLIT)" if splits and split is None else ""
+                raise GenzooError(f"{path} has no array {x_key!r} (arrays: {', '.join(data.files) or 'none'}){hint}")
+            x = data[x_key]
+            y = data[y_key] if y_key in data.files else None
+    except GenzooError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        why = "it holds object arrays" if "object" in str(exc).lower() or "pickle" in str(exc).lower() else \
+            "it is not a valid .npz archive"
+        raise GenzooError(f"{path} is not an image array genzoo can read ({why}); give {NPZ_ACCEPTED}") from None
     images = images_to_uint8_nchw(x, str(path))
+    if y is not None and not np.issubdtype(np.asarray(y).dtype, np.integer):
+        raise GenzooError(f"{path}: labels {y_key!r} must be integers, got {np.asarray(y).dtype}")
     labels = torch.from_numpy(np.asarray(y).astype(np.int64)) if y is not None else None
     return ImageData(images, labels, f"npz:{path}" + (f":{split}" if split else ""))
 
@@ -161,9 +176,66 @@ def images_to_uint8_nchw(x: np.ndarray, where: str) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(x))
 
 
-def _load_folder(path: Path) -> ImageData:
-    from .images import read_image_files
+def read_image_files(files: Sequence[Path]) -> torch.Tensor:
+    """PNG/JPEG files of one size -> uint8 N x C x H x W (grayscale stays 1 channel).
 
+    A grid written by genzoo (``genzoo sample -o grid.png``) carries its layout in the PNG and is
+    split back into its images.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if not files:
+        raise GenzooError("no image files found")
+    arrays = []
+    for f in files:
+        try:
+            with Image.open(f) as im:
+                layout = im.info.get(GRID_KEY)
+                if im.mode not in ("L", "RGB"):
+                    im = im.convert("RGB" if im.mode in ("RGBA", "P", "CMYK") else "L")
+                a = np.asarray(im)
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+            raise GenzooError(f"{f} is not an image genzoo can read; give PNG or JPEG files, a folder of them, "
+                              f"or {NPZ_ACCEPTED}") from None
+        a = a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
+        arrays.extend(split_grid(a, layout, f) if layout else [a])
+        if arrays[-1].shape != arrays[0].shape:
+            raise GenzooError(f"{f} has shape {arrays[-1].shape} (C, H, W), but {files[0]} has {arrays[0].shape}; give images of one size")
+    return torch.from_numpy(np.stack(arrays))
+
+
+GRID_KEY = "genzoo-grid"  # PNG text chunk: the layout of a grid genzoo wrote, so it can be read back
+
+
+def grid_layout(count: int, nrow: int, padding: int, shape: tuple[int, int, int]) -> dict[str, int]:
+    """How :func:`genzoo.images.make_grid` lays out ``count`` images of ``shape`` (C, H, W)."""
+    return {"count": count, "columns": min(nrow, count), "padding": padding, "channels": shape[0],
+            "height": shape[1], "width": shape[2]}
+
+
+def split_grid(grid: np.ndarray, layout_text: str, where: Path) -> list[np.ndarray]:
+    """The images of a genzoo grid (C x H x W uint8), from the layout stored beside it."""
+    import json
+
+    try:
+        layout = {k: int(v) for k, v in json.loads(layout_text).items()}
+        count, columns, pad = layout["count"], layout["columns"], layout["padding"]
+        c, h, w = layout["channels"], layout["height"], layout["width"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise GenzooError(f"{where} carries a damaged {GRID_KEY} layout; pass the images themselves "
+                          f"(genzoo sample --format png-dir or npz)") from None
+    rows = -(-count // columns)
+    if grid.shape[1:] != (rows * (h + pad) + pad, columns * (w + pad) + pad):
+        raise GenzooError(f"{where} is {grid.shape[2]}x{grid.shape[1]} pixels, not the grid its {GRID_KEY} layout "
+                          f"describes; pass the images themselves (genzoo sample --format png-dir or npz)")
+    images = []
+    for k in range(count):
+        top, left = (k // columns) * (h + pad) + pad, (k % columns) * (w + pad) + pad
+        images.append(np.ascontiguousarray(grid[:c, top:top + h, left:left + w]))
+    return images
+
+
+def _load_folder(path: Path) -> ImageData:
     if not path.is_dir():
         raise GenzooError(f"folder {path} does not exist")
     class_dirs = sorted(p for p in path.iterdir() if p.is_dir())
@@ -188,17 +260,60 @@ def _missing(name: str, root: Path, files: str, exc: Exception | None) -> Genzoo
 
 
 def _torchvision(make, name: str, root: Path, files: str):
-    """Build a torchvision dataset from local files, downloading only when they are absent."""
+    """Build a torchvision dataset from local files, downloading only when they are absent.
+
+    A failed download removes every folder it created, so a wrong ``--data-root`` leaves nothing behind.
+    """
     try:
         return make(download=False)
     except (RuntimeError, FileNotFoundError):
         pass
     if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("GENZOO_OFFLINE") == "1":
         raise _missing(name, root, files, None)
+    created = _first_missing(root.resolve())
+    before = _entries(root)
     try:
         return make(download=True)
-    except Exception as exc:
-        raise _missing(name, root, files, exc) from None
+    except BaseException as exc:
+        _remove_new(created, root, before)
+        if isinstance(exc, Exception):
+            raise _missing(name, root, files, exc) from None
+        raise
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The highest ancestor of ``path`` (or itself) that does not exist yet; None if it exists."""
+    missing = None
+    while not path.exists():
+        missing = path
+        if path.parent == path:
+            break
+        path = path.parent
+    return missing
+
+
+def _entries(root: Path, depth: int = 2) -> set[Path]:
+    """Files and folders up to ``depth`` levels below ``root`` (where torchvision downloads to)."""
+    found: set[Path] = set()
+    level = [root] if root.is_dir() else []
+    for _ in range(depth):
+        level = [child for folder in level if folder.is_dir() for child in folder.iterdir()]
+        found.update(level)
+    return found
+
+
+def _remove_new(created: Path | None, root: Path, before: set[Path]) -> None:
+    """Remove what a failed download made: the folders it created, or the new entries under ``root``."""
+    import shutil
+
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        return
+    for path in sorted(_entries(root) - before, key=lambda p: len(p.parts)):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists():
+            path.unlink()
 
 
 def _load_torchvision_mnist(root: Path, split: str) -> ImageData:

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .errors import GenzooError
+from .errors import ArgumentError
 
 
 def generate(
@@ -20,6 +20,7 @@ def generate(
     refine_steps: int | None = None,
     batch_size: int = 256,
     device: torch.device | str | None = None,
+    precision: str = "fp32",
     progress: bool = False,
     options: dict[str, Any] | None = None,
     refine_options: dict[str, Any] | None = None,
@@ -30,12 +31,12 @@ def generate(
     model with refine) then post-processes, with the generator's labels when it has them.
     """
     if apply < 1:
-        raise GenzooError(f"--apply must be >= 1, got {apply}")
+        raise ArgumentError("apply", f"{{arg}} must be >= 1, got {apply}")
     if apply > 1:
         model.require("refine")
     if refiner is not None:
         refiner.require("refine")
-    common = {"seed": seed, "batch_size": batch_size, "device": device, "progress": progress}
+    common = {"seed": seed, "batch_size": batch_size, "device": device, "precision": precision, "progress": progress}
     if labels is None and model.num_classes:
         labels = torch.arange(n) % model.num_classes
     images = model.sample(n, labels=labels, **common, **(options or {}))

@@ -50,3 +50,46 @@ def device_name(device: torch.device | str) -> str:
     if device.type == "mps":
         return f"Apple GPU (mps) on {platform.machine()}"
     return cpu_name()
+
+
+DEVICE_CHOICES = "auto, cpu, cuda, cuda:N or mps"
+
+
+def resolve_device(name: str | torch.device | None) -> torch.device:
+    """``auto`` (cuda, then mps, then cpu), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``, checked against what torch sees.
+
+    Raises ArgumentError("device", ...) naming what is available.
+    """
+    from .errors import ArgumentError
+
+    if isinstance(name, torch.device):
+        name = str(name)
+    text = (name or "auto").strip().lower()
+    if text == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if text == "cpu":
+        return torch.device("cpu")
+    if text == "mps":
+        if not _mps_available():
+            raise ArgumentError("device", "{arg} mps was asked for, but torch sees no Apple GPU (MPS) here; "
+                                "use {arg} cpu or auto")
+        return torch.device("mps")
+    kind, _, index = text.partition(":")
+    if kind == "cuda" and (not index or index.isdigit()):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ArgumentError("device", f"{{arg}} {text} was asked for, but torch sees no CUDA device; use {{arg}} cpu")
+        if index and int(index) >= count:
+            raise ArgumentError("device", f"{{arg}} {text} was asked for, but torch sees {count} CUDA device(s) "
+                                f"(cuda:0..cuda:{count - 1}); pick one of those")
+        return torch.device(text)
+    raise ArgumentError("device", f"{{arg}} must be one of {DEVICE_CHOICES}, got {name!r}")
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())

@@ -35,3 +35,26 @@ def register_feature_extractors(register):
     features, with a ``num_features`` attribute equal to D and, optionally, a ``classify(x)``
     method returning class logits.
     """
+
+
+@hookspec
+def register_datasets(register):
+    """Register datasets for ``--dataset NAME[:SPLIT]``: ``register(name, load, shape=(C, H, W), ...)``.
+
+    ``load(root, split)`` reads the files under the data root (a ``pathlib.Path``) and returns a
+    ``genzoo.ImageData`` or a pair ``(images, labels)``: images uint8 (N, H, W), (N, H, W, C) or
+    (N, C, H, W), or float in [0, 1]; labels int (N,) or None. Other fields: ``summary``,
+    ``num_classes`` (0 = no labels), ``splits`` ({split: size or None}), ``files`` (what must be
+    under the root, for error messages and ``genzoo datasets``), ``default_split``, ``license``.
+    """
+
+
+@hookspec
+def register_metrics(register):
+    """Register metrics for ``genzoo eval --metrics``: ``register(name, compute, summary=..., needs=(...))``.
+
+    ``compute(scoring)`` receives a ``genzoo.scores.Scoring`` (reference and sample features, class
+    probabilities, labels, images, options) and returns a number (reported under ``name``) or a
+    dict of results. ``needs`` may hold "classes" (a feature network that classifies) and "train"
+    (the training images, loaded once for every metric that asks).
+    """

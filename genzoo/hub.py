@@ -1,35 +1,37 @@
-"""The Hugging Face Hub: push a model in one commit, download one into the cache, pull ahead of time.
+"""The Hugging Face Hub as genzoo uses it: fetch a model's two files into the cache, commit a folder.
 
 Everything goes through huggingface_hub, so its cache (``HF_HOME``, ``HF_HUB_CACHE``), its endpoint
 (``HF_ENDPOINT``), its offline switch (``HF_HUB_OFFLINE``) and its tokens (``HF_TOKEN``, ``hf auth
 login``) behave as its users expect. Only ``config.json`` and ``model.safetensors`` are ever
-downloaded: pickle files (.bin, .pt, ...) are never fetched, let alone unpickled.
+downloaded: pickle files (.bin, .pt, ...) are never fetched, let alone unpickled. When the endpoint
+cannot be reached at all, genzoo says so at once (one quick connection attempt) instead of letting
+each request retry.
 
-A push is one commit holding config.json, model.safetensors, a generated model card (README.md)
-and a grid of 64 samples (seed 0) when the method can sample.
+Which model to fetch, and loading it, are :mod:`genzoo.loading`'s; what a push holds is
+:mod:`genzoo.pushing`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
 import os
 import re
-import shutil
-import tempfile
+import socket
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlparse
 
 from ._version import __version__
 from .errors import GenzooError, WeightsError
-from .weights import CONFIG_FILE, PICKLE_SUFFIXES, WEIGHTS_FILE, sha256_file
+from .registry import ModelEntry
+from .weights import CONFIG_FILE, PICKLE_SUFFIXES, WEIGHTS_FILE, check_document, sha256_file
 
-CARD_FILE = "README.md"
-GRID_FILE = "samples.png"
-GRID_COUNT = 64
 MAIN = "main"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+PROBE_TIMEOUT = 3.0  # seconds for the one connection attempt that tells whether the Hub is reachable
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
 # -- names ------------------------------------------------------------------------------------------
@@ -50,13 +52,17 @@ def hub_ref(repo_id: str, revision: str | None = None) -> str:
     return f"hf://{repo_id}" + (f"@{revision}" if revision else "")
 
 
-def _hf():
-    """huggingface_hub, imported on first use (it reads HF_* variables when imported)."""
-    try:
-        import huggingface_hub
-    except ImportError:  # pragma: no cover - it is a dependency
-        raise GenzooError("the Hub needs huggingface_hub: pip install huggingface_hub") from None
-    return huggingface_hub
+def parse_hub_ref(text: str) -> tuple[str, str | None]:
+    """``hf://ORG/NAME[@REV]`` (or ``ORG/NAME[@REV]``) -> (repo id, revision or None)."""
+    body = text[len("hf://"):] if text.startswith("hf://") else text
+    repo_id, _, revision = body.partition("@")
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise GenzooError(f"expected a Hub repo as hf://ORG/NAME[@REVISION], got {text!r}")
+    return check_repo_id(repo_id), revision or None
+
+
+def is_commit(revision: str | None) -> bool:
+    return bool(revision) and bool(_COMMIT.fullmatch(revision))
 
 
 def _constants():
@@ -65,22 +71,48 @@ def _constants():
     return constants
 
 
-def _offline() -> bool:
+def offline() -> bool:
     return bool(_constants().HF_HUB_OFFLINE)
+
+
+def endpoint() -> str:
+    return str(_constants().ENDPOINT)
+
+
+def reachable() -> bool:
+    """Whether the Hub endpoint accepts a connection (asked once per endpoint and process).
+
+    Behind a proxy the answer is assumed yes: the proxy, not genzoo, decides.
+    """
+    if offline():
+        return False
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return True
+    return _connects(endpoint())
+
+
+@functools.lru_cache(maxsize=None)
+def _connects(url: str) -> bool:
+    parsed = urlparse(url)
+    if not parsed.hostname:
+        return True
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname, port), timeout=PROBE_TIMEOUT):
+            return True
+    except OSError:
+        return False
 
 
 def _is_connection_error(exc: BaseException) -> bool:
     """True for "the Hub could not be reached" (network down, offline mode, timeouts, proxies)."""
     from huggingface_hub.utils import OfflineModeIsEnabled
 
-    kinds: list[type] = [OfflineModeIsEnabled, ConnectionError, TimeoutError]
-    for module, name in (("httpx2", "TransportError"), ("httpx", "TransportError"),
-                         ("requests", "ConnectionError"), ("requests", "Timeout")):
-        try:
-            kinds.append(getattr(__import__(module), name))
-        except (ImportError, AttributeError):
-            pass
-    return isinstance(exc, tuple(kinds))
+    if isinstance(exc, (OfflineModeIsEnabled, ConnectionError, TimeoutError)):
+        return True
+    # the HTTP client's transport errors (httpx / httpx2 / requests, depending on the version)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"TransportError", "ConnectError", "ConnectTimeout", "Timeout", "ProxyError"})
 
 
 def _first_line(exc: BaseException) -> str:
@@ -91,90 +123,55 @@ def _first_line(exc: BaseException) -> str:
 # -- downloading --------------------------------------------------------------------------------------
 
 
-def download(repo_id: str, revision: str | None = None, model_name: str | None = None) -> Path:
+def download(repo_id: str, revision: str | None = None, *, entry: ModelEntry | None = None,
+             files: tuple[str, ...] = (CONFIG_FILE, WEIGHTS_FILE)) -> Path:
     """Fetch config.json and model.safetensors of a Hub repo into huggingface_hub's cache.
 
-    Returns the cache folder holding both files (a snapshot of one commit). A commit id that is
-    already cached is used without any network; a branch is asked of the Hub and falls back to
-    the cache when the Hub cannot be reached. ``model_name`` is the registry model this download
-    serves: its sha256 are checked here (a mismatching file is removed from the cache) and error
-    messages mention its bundled copy.
+    Returns the cache folder holding them (a snapshot of one commit). A commit id that is already
+    cached is used without any network; a branch is asked of the Hub and falls back to the cache
+    when the Hub cannot be reached. ``entry`` is the registry model this download serves: its
+    sha256 are checked here (a mismatching file is removed from the cache) and error messages
+    mention its bundled copy. ``files=(CONFIG_FILE,)`` fetches the config alone.
     """
     repo_id = check_repo_id(repo_id)
-    entry = _registry_entry(model_name)
     where = hub_ref(repo_id, revision)
-    if revision and _COMMIT.fullmatch(revision):
-        cached = cached_dir(repo_id, revision)
+    if is_commit(revision):
+        cached = cached_dir(repo_id, revision, files)
         if cached is not None:
-            if entry is not None and entry.files:
-                _verify_registry_hashes(cached, entry, where)
+            _verify_pinned(cached, entry, where, files)
             return cached
-    if not _offline():
+    online = reachable()
+    if online:
         info = _model_info(repo_id, revision, where)
         if info is not None and info.siblings is not None:
             _check_repo_files([s.rfilename for s in info.siblings], where)
-    config_path = _fetch(repo_id, CONFIG_FILE, revision, where, entry)
+    config_path = _fetch(repo_id, CONFIG_FILE, revision, where, entry, local_only=not online)
     directory = config_path.parent  # snapshots/<commit id>
     _check_config(config_path, where)
-    _fetch(repo_id, WEIGHTS_FILE, directory.name, where, entry)
-    if entry is not None and entry.files:
-        _verify_registry_hashes(directory, entry, where)
+    for name in files:
+        if name != CONFIG_FILE:
+            _fetch(repo_id, name, directory.name, where, entry, local_only=not online)
+    _verify_pinned(directory, entry, where, files)
     return directory
 
 
-def cached_dir(repo_id: str, revision: str | None = None) -> Path | None:
-    """The cache folder of ``repo_id`` at ``revision`` if both model files are cached, else None."""
+def cached_dir(repo_id: str, revision: str | None = None,
+               files: tuple[str, ...] = (CONFIG_FILE, WEIGHTS_FILE)) -> Path | None:
+    """The cache folder of ``repo_id`` at ``revision`` if ``files`` are all cached, else None."""
     from huggingface_hub import try_to_load_from_cache
 
-    paths = []
-    for name in (CONFIG_FILE, WEIGHTS_FILE):
+    folders = set()
+    for name in files:
         found = try_to_load_from_cache(repo_id, name, revision=revision or MAIN)
         if not isinstance(found, str) or not os.path.isfile(found):
             return None
-        paths.append(Path(found))
-    return paths[0].parent if paths[0].parent == paths[1].parent else None
-
-
-def pull(ref: str) -> tuple[Path, str]:
-    """Download a Hub model into the cache ahead of time and check that it loads.
-
-    ``ref`` is ``ORG/NAME[@REVISION]``, ``hf://ORG/NAME[@REVISION]`` or the name of a registry model
-    whose weights live on the Hub. Returns (cache folder, what was pulled).
-    """
-    from .weights import load_model_dir
-
-    if "/" in ref or ref.startswith("hf://"):
-        body = ref[len("hf://"):] if ref.startswith("hf://") else ref
-        repo_id, _, revision = body.partition("@")
-        directory = download(repo_id, revision or None)
-        hashes, label = None, hub_ref(check_repo_id(repo_id), revision or None)
-    else:
-        from .registry import find_model
-
-        entry = find_model(ref)
-        if not entry.hub:
-            where = f"bundled with its plugin ({entry.bundled})" if entry.bundled else "not on the Hub"
-            raise GenzooError(
-                f"model {entry.name!r} has no Hub repo in {entry.source} (it is {where}); nothing to pull"
-            )
-        directory = download(entry.hub["repo_id"], entry.hub.get("revision"), model_name=entry.name)
-        hashes = entry.files or None
-        label = f"{entry.name} ({hub_ref(entry.hub['repo_id'], entry.hub.get('revision'))})"
-    load_model_dir(directory, expected_hashes=hashes)
-    return directory, label
-
-
-def _registry_entry(model_name: str | None) -> Any:
-    if not model_name:
-        return None
-    from .registry import find_model
-
-    return find_model(model_name)
+        folders.add(Path(found).parent)
+    return folders.pop() if len(folders) == 1 else None
 
 
 def _model_info(repo_id: str, revision: str | None, where: str) -> Any:
     """The Hub's model info at ``revision``; None when the Hub cannot be reached (the cache may serve)."""
-    hf = _hf()
+    import huggingface_hub as hf
     from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
     try:
@@ -212,15 +209,16 @@ def _check_repo_files(names: list[str], where: str) -> None:
         raise WeightsError(f"{where} has {CONFIG_FILE} but no {WEIGHTS_FILE}; push the model again with `genzoo push`")
 
 
-def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry: Any) -> Path:
-    """One file through hf_hub_download, with its failures turned into one clear sentence."""
-    hf = _hf()
+def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry: ModelEntry | None, *,
+           local_only: bool) -> Path:
+    """One file through hf_hub_download (from the cache alone when offline), failures in one sentence."""
+    import huggingface_hub as hf
     from huggingface_hub.utils import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
                                        RepositoryNotFoundError, RevisionNotFoundError)
 
     try:
         path = hf.hf_hub_download(repo_id, filename, revision=revision, library_name="genzoo",
-                                  library_version=__version__)
+                                  library_version=__version__, local_files_only=local_only)
     except LocalEntryNotFoundError:
         raise GenzooError(_not_cached(repo_id, revision, where, entry)) from None
     except GatedRepoError:
@@ -235,7 +233,7 @@ def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry:
                                f"`genzoo push`") from None
         raise WeightsError(f"{where} has no {filename}; push the model again with `genzoo push`") from None
     except HfHubHTTPError as exc:
-        raise GenzooError(f"the Hub at {_constants().ENDPOINT} refused to send {filename} of {where}: "
+        raise GenzooError(f"the Hub at {endpoint()} refused to send {filename} of {where}: "
                           f"{_first_line(exc)}") from None
     except Exception as exc:
         if _is_connection_error(exc):
@@ -245,33 +243,23 @@ def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry:
 
 
 def _check_config(path: Path, where: str) -> None:
-    """Refuse a config.json that is not genzoo's, or whose method no installed plugin provides."""
+    """Refuse a downloaded config.json that is not genzoo's, or whose method no installed plugin provides."""
+    import json
+
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise WeightsError(
-            f"{where}: {CONFIG_FILE} is not valid JSON ({exc}); the repo is not a usable genzoo model"
-        ) from None
-    if not isinstance(document, dict) or "method" not in document or "config" not in document:
-        raise WeightsError(
-            f"{where} is not a genzoo model: its {CONFIG_FILE} has no 'method' and 'config' entries "
-            f"(it may belong to another library)"
-        )
-    from .plugins import get_host
-
-    host = get_host()
-    name = str(document["method"])
-    if host.method_aliases.get(name, name) not in host.methods:
-        plugin = document.get("plugin") or f"genzoo-{name}"
-        raise WeightsError(
-            f"{where} needs method {name!r}, which no installed plugin provides; install it (pip install {plugin}) "
-            f"or check `genzoo plugins` for plugins that failed to load"
-        )
+        raise WeightsError(f"{where}: {CONFIG_FILE} is not valid JSON ({exc}); the repo is not a usable genzoo model") from None
+    check_document(document, where)
 
 
-def _verify_registry_hashes(directory: Path, entry: Any, where: str) -> None:
-    """Check the registry's sha256; a mismatching file is removed from the cache, then WeightsError."""
+def _verify_pinned(directory: Path, entry: ModelEntry | None, where: str, files: tuple[str, ...]) -> None:
+    """Check the registry's sha256 of ``files``; a mismatching file is removed from the cache, then WeightsError."""
+    if entry is None or not entry.files:
+        return
     for name, want in entry.files.items():
+        if name not in files:
+            continue
         path = directory / name
         if not path.is_file():
             raise WeightsError(f"model {entry.name}: {where} has no {name}, which {entry.source} pins; "
@@ -297,7 +285,7 @@ def _discard_cached(path: Path) -> None:
 
 
 def _not_found(repo_id: str) -> str:
-    return (f"hf://{repo_id} was not found on {_constants().ENDPOINT}: check the repo id; if the repo is private "
+    return (f"hf://{repo_id} was not found on {endpoint()}: check the repo id; if the repo is private "
             f"or gated, log in with `hf auth login` or set HF_TOKEN")
 
 
@@ -310,14 +298,14 @@ def _no_revision(repo_id: str, revision: str | None) -> str:
             f"@{revision} to use the main branch")
 
 
-def _not_cached(repo_id: str, revision: str | None, where: str, entry: Any) -> str:
+def _not_cached(repo_id: str, revision: str | None, where: str, entry: ModelEntry | None) -> str:
     cache = _constants().HF_HUB_CACHE
     pull_arg = entry.name if entry is not None else f"{repo_id}" + (f"@{revision}" if revision else "")
-    if _offline():
+    if offline():
         text = (f"{where} is not in the local Hugging Face cache ({cache}) and HF_HUB_OFFLINE is set: run "
                 f"`genzoo pull {pull_arg}` while online, then load it offline")
     else:
-        text = (f"could not reach the Hub at {_constants().ENDPOINT}, and {where} is not in the local cache "
+        text = (f"could not reach the Hub at {endpoint()}, and {where} is not in the local cache "
                 f"({cache}): check your connection or HF_ENDPOINT, or run `genzoo pull {pull_arg}` when online")
     if entry is not None and entry.bundled:
         text += (f"; model {entry.name!r} also has a bundled copy ({entry.bundled}), which is missing or damaged "
@@ -325,89 +313,15 @@ def _not_cached(repo_id: str, revision: str | None, where: str, entry: Any) -> s
     return text
 
 
-# -- pushing ---------------------------------------------------------------------------------------------
+# -- committing ---------------------------------------------------------------------------------------
 
 
-def push_to_hub(
-    model: Any,
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    private: bool = False,
-    message: str | None = None,
-    token: str | None = None,
-    provenance: dict[str, Any] | None = None,
-) -> str:
-    """Upload a model to the Hub in one commit and return the commit id.
-
-    ``model`` is a Method instance, a model directory or a registry model name. The commit holds
-    config.json, model.safetensors (the exact bytes of a directory), a generated model card and,
-    when the method can sample, ``samples.png`` (64 samples, seed 0). ``revision`` names a branch,
-    created from main if missing. ``private`` applies when the repo is created. ``token``
-    defaults to huggingface_hub's (HF_TOKEN or `hf auth login`). ``provenance`` is recorded in the
-    config.json of a Method instance (directories keep theirs).
-    """
-    repo_id = check_repo_id(repo_id)
-    branch = revision or MAIN
-    if _COMMIT.fullmatch(branch):
-        raise GenzooError(f"--revision {branch} looks like a commit id; pushes go to a branch: name one (e.g. dev)")
-    if _offline():
-        raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
-    with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
-        folder = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
-        return _commit_folder(folder, repo_id, branch=branch, private=private, token=token,
-                              message=message or f"Upload genzoo model ({_method_of(folder)})")
-
-
-def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provenance: dict[str, Any] | None) -> Path:
-    """Write the files of the commit into ``tmp/upload``: weights, config, card and sample grid."""
-    import torch
-
-    from .modelcard import gather_facts, render_card
-    from .weights import load_model_dir, resolve, save_pretrained
-
-    entry = None
-    if isinstance(model, torch.nn.Module):
-        source = save_pretrained(model, tmp / "model", provenance=provenance)
-        loaded = model
-    else:
-        source, hashes, _ = resolve(model)
-        entry = _entry_for(model)
-        loaded = load_model_dir(source, expected_hashes=hashes)
-    folder = tmp / "upload"
-    folder.mkdir()
-    for name in (CONFIG_FILE, WEIGHTS_FILE):
-        shutil.copyfile(source / name, folder / name)
-    document = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    grid = None
-    if "sample" in type(loaded).capabilities:
-        from .images import save_grid
-
-        save_grid(loaded.sample(GRID_COUNT, seed=0), folder / GRID_FILE)
-        grid = GRID_FILE
-    facts = gather_facts(document, type(loaded), entry)
-    card = render_card(facts, repo_id=repo_id, revision=revision, grid_file=grid, grid_count=GRID_COUNT)
-    (folder / CARD_FILE).write_text(card, encoding="utf-8")
-    return folder
-
-
-def _entry_for(ref: Any) -> Any:
-    """The registry entry a push reference names (None for directories and hf:// refs)."""
-    text = str(ref)
-    if text.startswith("hf://") or Path(text).expanduser().is_dir():
-        return None
-    from .registry import find_model
-
-    return find_model(text)
-
-
-def _method_of(folder: Path) -> str:
-    return str(json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8")).get("method", "model"))
-
-
-def _commit_folder(folder: Path, repo_id: str, *, branch: str, private: bool, token: str | None, message: str) -> str:
+def commit_folder(folder: Path, repo_id: str, *, branch: str, private: bool, token: str | None, message: str) -> str:
     """Create the repo (and branch) if needed and commit every file of ``folder`` at once."""
-    hf = _hf()
+    import huggingface_hub as hf
+
+    if offline():
+        raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
     api = hf.HfApi(token=token, library_name="genzoo", library_version=__version__)
     operations = [hf.CommitOperationAdd(path_in_repo=p.name, path_or_fileobj=str(p))
                   for p in sorted(folder.iterdir()) if p.is_file()]
@@ -424,12 +338,12 @@ def _push_errors(repo_id: str) -> Iterator[None]:
     """Turn huggingface_hub's push failures into one clear sentence."""
     from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
-    endpoint = _constants().ENDPOINT
+    url = endpoint()
     try:
         yield
     except RepositoryNotFoundError:
         raise GenzooError(
-            f"cannot push to {repo_id}: {endpoint} says it does not exist or you may not write to it; log in with "
+            f"cannot push to {repo_id}: {url} says it does not exist or you may not write to it; log in with "
             f"`hf auth login` (or pass --token) using a token that can write to {repo_id.split('/')[0]}"
         ) from None
     except RevisionNotFoundError as exc:
@@ -451,6 +365,6 @@ def _push_errors(repo_id: str) -> Iterator[None]:
         raise
     except Exception as exc:
         if _is_connection_error(exc):
-            raise GenzooError(f"could not reach the Hub at {endpoint} to push {repo_id}: check your connection or "
+            raise GenzooError(f"could not reach the Hub at {url} to push {repo_id}: check your connection or "
                               f"HF_ENDPOINT") from None
         raise

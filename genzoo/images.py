@@ -1,19 +1,27 @@
-"""Images in and out: grids, PNG files and folders, .npz arrays; loading inputs for refine."""
+"""Images in and out: grids (PNG or JPEG), PNG folders, .npz arrays; loading inputs for refine.
+
+A grid PNG carries its layout (a text chunk), so ``genzoo refine --input grid.png`` reads the
+images back rather than one big picture. Where an output goes is checked before any image is
+made (:func:`output_target`), so a wrong path fails at once and loses no work.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
 
+from .data import GRID_KEY, IMAGE_SUFFIXES, NPZ_ACCEPTED, grid_layout, load_npz, read_image_files
 from .errors import GenzooError
 
 FORMATS = ("grid", "npz", "png-dir")
+GRID_SUFFIXES = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
+PADDING = 2
 
 
 def to_uint8(images: torch.Tensor) -> torch.Tensor:
@@ -21,27 +29,39 @@ def to_uint8(images: torch.Tensor) -> torch.Tensor:
     return images.detach().cpu().clamp(0, 1).mul(255).round().to(torch.uint8)
 
 
-def make_grid(images: torch.Tensor, nrow: int | None = None, padding: int = 2) -> torch.Tensor:
+def make_grid(images: torch.Tensor, nrow: int | None = None, padding: int = PADDING) -> torch.Tensor:
     """A C x H x W float grid of N images, ``nrow`` per row (default: as square as possible)."""
     from torchvision.utils import make_grid as tv_make_grid
 
-    n = images.shape[0]
-    nrow = nrow or max(1, math.ceil(math.sqrt(n)))
-    return tv_make_grid(images.detach().cpu().float().clamp(0, 1), nrow=nrow, padding=padding, pad_value=1.0)
+    if images.shape[0] == 0:
+        raise GenzooError("there are no images to put in a grid; ask for at least one (-n 1 or more)")
+    return tv_make_grid(images.detach().cpu().float().clamp(0, 1), nrow=_columns(images.shape[0], nrow),
+                        padding=padding, pad_value=1.0)
 
 
-def save_png(image: torch.Tensor, path: str | os.PathLike) -> Path:
-    """Write one C x H x W float image to PNG, atomically (temp file, then rename)."""
-    from PIL import Image
+def _columns(n: int, nrow: int | None) -> int:
+    return nrow or max(1, math.ceil(math.sqrt(n)))
+
+
+def save_png(image: torch.Tensor, path: str | os.PathLike, *, text: dict[str, str] | None = None) -> Path:
+    """Write one C x H x W float image to PNG (or JPEG, by the suffix), atomically (temp file, then rename)."""
+    from PIL import Image, PngImagePlugin
 
     path = Path(path)
+    kind = GRID_SUFFIXES.get(path.suffix.lower(), "PNG")
     path.parent.mkdir(parents=True, exist_ok=True)
     array = to_uint8(image).permute(1, 2, 0).numpy()
     pil = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".png", dir=path.parent)
     os.close(fd)
     try:
-        pil.save(tmp, format="PNG")
+        if kind == "PNG":
+            info = PngImagePlugin.PngInfo()
+            for key, value in (text or {}).items():
+                info.add_text(key, value)
+            pil.save(tmp, format="PNG", pnginfo=info)
+        else:
+            pil.save(tmp, format="JPEG", quality=95)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -50,7 +70,48 @@ def save_png(image: torch.Tensor, path: str | os.PathLike) -> Path:
 
 
 def save_grid(images: torch.Tensor, path: str | os.PathLike, nrow: int | None = None) -> Path:
-    return save_png(make_grid(images, nrow=nrow), path)
+    """A grid of ``images`` as one PNG (with its layout, so it can be read back) or JPEG."""
+    layout = grid_layout(images.shape[0], _columns(images.shape[0], nrow), PADDING, tuple(images.shape[1:]))
+    return save_png(make_grid(images, nrow=nrow), path, text={GRID_KEY: json.dumps(layout)})
+
+
+def output_target(output: str | os.PathLike | None, fmt: str | None, default_stem: str) -> tuple[Path, str]:
+    """Where images go and in which format, checked before any work: (path, format).
+
+    Without ``fmt`` the format follows the suffix (.png/.jpg grid, .npz); a given format must agree
+    with the suffix. Refused: a grid or npz path that is a directory, a png-dir path that is a file.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise GenzooError(f"unknown output format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if output is None:
+        fmt = fmt or "grid"
+        path = Path({"grid": f"{default_stem}.png", "npz": f"{default_stem}.npz", "png-dir": default_stem}[fmt])
+    else:
+        path = Path(output).expanduser()
+        suffix = path.suffix.lower()
+        if fmt is None:
+            if suffix in GRID_SUFFIXES:
+                fmt = "grid"
+            elif suffix == ".npz":
+                fmt = "npz"
+            else:
+                raise GenzooError(f"cannot tell the output format of -o {output} from its name: end it in .png or "
+                                  f".jpg (a grid) or .npz, or pass --format png-dir for a folder of PNGs")
+        elif fmt == "grid" and suffix not in GRID_SUFFIXES:
+            raise GenzooError(f"--format grid writes a .png or .jpg image, but -o {output} ends in "
+                              f"{suffix or 'no suffix'}; name it e.g. {path.stem}.png")
+        elif fmt == "npz" and suffix != ".npz":
+            raise GenzooError(f"--format npz writes an .npz archive, but -o {output} ends in {suffix or 'no suffix'}; "
+                              f"name it e.g. {path.stem}.npz")
+        elif fmt == "png-dir" and (suffix in GRID_SUFFIXES or suffix == ".npz"):
+            raise GenzooError(f"--format png-dir writes a folder, but -o {output} looks like a file name; "
+                              f"name the folder without a suffix, or drop --format to write one {suffix} file")
+    if fmt == "png-dir" and path.exists() and not path.is_dir():
+        raise GenzooError(f"-o {path} is an existing file; --format png-dir needs a folder: choose another path")
+    if fmt != "png-dir" and path.is_dir():
+        raise GenzooError(f"-o {path} is a folder; a {fmt} is one file: name a file inside it, e.g. {path / path.name}."
+                          + ("png" if fmt == "grid" else "npz"))
+    return path, fmt
 
 
 def save_images(
@@ -62,8 +123,8 @@ def save_images(
     as_float: bool = False,
     nrow: int | None = None,
 ) -> Path:
-    """Write images as a grid PNG, an .npz (key x, uint8 NCHW or float with ``as_float``; y) or a PNG folder."""
-    out = Path(out)
+    """Write images as a grid PNG/JPEG, an .npz (key x, uint8 NCHW or float with ``as_float``; y) or a PNG folder."""
+    out, fmt = output_target(out, fmt, "samples")
     if fmt == "grid":
         return save_grid(images, out, nrow=nrow)
     if fmt == "npz":
@@ -80,45 +141,23 @@ def save_images(
             if os.path.exists(tmp):
                 os.unlink(tmp)
         return out
-    if fmt == "png-dir":
-        out.mkdir(parents=True, exist_ok=True)
-        width = max(5, len(str(len(images))))
-        for i, image in enumerate(images):
-            save_png(image, out / f"{i:0{width}d}.png")
-        return out
-    raise GenzooError(f"unknown output format {fmt!r}; use one of {', '.join(FORMATS)}")
-
-
-def read_image_files(files: Sequence[Path]) -> torch.Tensor:
-    """PNG/JPEG files of one size -> uint8 N x C x H x W (grayscale stays 1 channel)."""
-    from PIL import Image
-
-    if not files:
-        raise GenzooError("no image files found")
-    arrays = []
-    for f in files:
-        with Image.open(f) as im:
-            if im.mode not in ("L", "RGB"):
-                im = im.convert("RGB" if im.mode in ("RGBA", "P", "CMYK") else "L")
-            a = np.asarray(im)
-        arrays.append(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
-        if arrays[-1].shape != arrays[0].shape:
-            raise GenzooError(f"{f} has shape {arrays[-1].shape} (C, H, W), but {files[0]} has {arrays[0].shape}; give images of one size")
-    return torch.from_numpy(np.stack(arrays))
+    out.mkdir(parents=True, exist_ok=True)
+    width = max(5, len(str(len(images))))
+    for i, image in enumerate(images):
+        save_png(image, out / f"{i:0{width}d}.png")
+    return out
 
 
 def load_images(source: str | os.PathLike) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Images for refine: a PNG/JPEG file, a folder of them, or an .npz (key x, optional y).
+    """Images for refine: a PNG/JPEG file (a genzoo grid is split back), a folder of them, or an .npz.
 
     Returns float NCHW in [0, 1] and labels (from the npz's y) or None.
     """
-    from .data import load_npz
-
     path = Path(source).expanduser()
     if not path.exists():
-        raise GenzooError(f"input {path} does not exist; give a PNG file, a folder of PNGs or an .npz")
+        raise GenzooError(f"input {path} does not exist; give a PNG file, a folder of PNGs or {NPZ_ACCEPTED}")
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".png", ".jpg", ".jpeg", ".bmp", ".webp"))
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
         if not files:
             raise GenzooError(f"folder {path} holds no PNG or JPEG images")
         return read_image_files(files).float() / 255, None
@@ -126,4 +165,3 @@ def load_images(source: str | os.PathLike) -> tuple[torch.Tensor, torch.Tensor |
         data = load_npz(path)
         return data.floats(), data.labels
     return read_image_files([path]).float() / 255, None
-

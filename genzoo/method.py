@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 from typing import Any, ClassVar, Iterable, Sequence
 
 import torch
 from torch import nn
 
-from .configs import build_config
+from .configs import build_config, config_to_dict
 from .errors import GenzooError, UnsupportedVerb
+from .precision import autocast, check_precision, resolve_precision, timed
 from .seeding import Noise, random_seed
 
 VERBS = ("fit", "sample", "refine")
@@ -41,6 +43,10 @@ class Method(nn.Module):
       refine_batch(x, labels, noise, steps, **options)   -> images in [0, 1]
       training_step(batch) -> {"loss": tensor, ...}; configure_optimizers(); setup_fit(data)
 
+    ``sample_batch`` and ``refine_batch`` run in eval mode under ``torch.no_grad()``; a hook that
+    needs input gradients (a refiner) opens ``torch.enable_grad()`` itself. ``forward`` is free for
+    the method's own use: the training loop calls ``training_step`` through a wrapper.
+
     A Config may define ``channels``, ``image_size`` and ``num_classes`` (0 = unconditional);
     optional training fields read by the shared loop: ``ema_decay`` and ``grad_clip``.
     """
@@ -55,6 +61,7 @@ class Method(nn.Module):
     sample_options: ClassVar[dict[str, type]] = {}
     refine_options: ClassVar[dict[str, type]] = {}
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
+    fit_steps: int | None = None  # the run's total --steps while genzoo fit builds optimisers and schedules
 
     def __init__(self, config: Any = None):
         super().__init__()
@@ -81,6 +88,12 @@ class Method(nn.Module):
         for verb, hook in (("sample", "sample_batch"), ("refine", "refine_batch"), ("fit", "training_step")):
             if verb in cls.capabilities and getattr(cls, hook) is getattr(Method, hook):
                 raise GenzooError(f"method {cls.name!r} declares {verb!r} but does not implement {hook}()")
+        if "fit" in cls.capabilities and cls.configure_optimizers is Method.configure_optimizers:
+            raise GenzooError(f"method {cls.name!r} declares 'fit' but does not implement configure_optimizers()")
+        for attr, hook in (("sample_options", "sample_batch"), ("refine_options", "refine_batch")):
+            _check_options_declaration(cls, attr, hook)
+        if cls.default_model is not None and not isinstance(cls.default_model, str):
+            raise GenzooError(f"method {cls.name!r}: default_model must be a model name or None")
 
     @classmethod
     def require(cls, verb: str) -> None:
@@ -116,32 +129,45 @@ class Method(nn.Module):
         *,
         labels: Sequence[int] | torch.Tensor | int | None = None,
         seed: int | None = None,
+        start: int = 0,
         generator: torch.Generator | None = None,
         batch_size: int = 256,
         device: torch.device | str | None = None,
+        precision: str = "fp32",
         progress: bool = False,
         **options: Any,
     ) -> torch.Tensor:
         """``n`` images as float NCHW in [0, 1] on the CPU.
 
         Image i depends only on (seed, i): the first 16 of ``n=64, seed=0`` equal ``n=16, seed=0``,
-        whatever ``batch_size`` or device. Without a seed, one is drawn from ``generator`` (or
-        torch's global RNG). Conditional methods default to labels ``i mod num_classes``.
+        whatever ``batch_size`` or device. ``start`` skips ahead: ``sample(16, seed=0, start=48)``
+        is the last 16 of ``sample(64, seed=0)``. Without a seed, one is drawn from ``generator``
+        (or torch's global RNG). Conditional methods default to labels ``i mod num_classes``.
+        ``precision`` is fp32, bf16, fp16 (GPUs) or auto (see :mod:`genzoo.precision`).
         """
         self.require("sample")
         self._check_options(options, self.sample_options, "sample")
         if n < 0:
             raise GenzooError(f"n must be >= 0, got {n}")
+        if start < 0:
+            raise GenzooError(f"start must be >= 0, got {start}")
+        _check_batch_size(batch_size)
         seed = random_seed(generator) if seed is None else int(seed)
-        label_tensor = self._labels_for(n, labels)
+        label_tensor = self._labels_for(n, labels, first=start)
         device = self._move_to(device)
+        if n == 0:
+            return torch.empty(0, *self._shape_or_empty())
         out = []
         with self._inference():
-            for start, stop in _batches(n, batch_size, progress, "sampling"):
-                batch_labels = None if label_tensor is None else label_tensor[start:stop].to(device)
-                images = self.sample_batch(Noise(seed, start, stop), batch_labels, **options)
-                out.append(self._check_images(images, stop - start, "sample_batch").cpu())
-        return torch.cat(out) if out else torch.empty(0, *self._shape_or_empty())
+            precision = self._precision(precision, device, "sample", lambda: self.sample_batch(
+                Noise(seed, start, start + min(n, batch_size)),
+                None if label_tensor is None else label_tensor[:batch_size].to(device), **options))
+            for lo, hi in _batches(n, batch_size, progress, "sampling"):
+                batch_labels = None if label_tensor is None else label_tensor[lo:hi].to(device)
+                with autocast(precision, device):
+                    images = self.sample_batch(Noise(seed, start + lo, start + hi), batch_labels, **options)
+                out.append(self._check_images(images, hi - lo, "sample_batch").cpu())
+        return torch.cat(out)
 
     def refine(
         self,
@@ -153,6 +179,7 @@ class Method(nn.Module):
         generator: torch.Generator | None = None,
         batch_size: int = 256,
         device: torch.device | str | None = None,
+        precision: str = "fp32",
         progress: bool = False,
         **options: Any,
     ) -> torch.Tensor:
@@ -166,24 +193,25 @@ class Method(nn.Module):
         x = self.check_input_images(x)
         if steps is not None and steps < 0:
             raise GenzooError(f"steps must be >= 0, got {steps}")
+        _check_batch_size(batch_size)
         seed = random_seed(generator) if seed is None else int(seed)
         n = x.shape[0]
         label_tensor = self._labels_for(n, labels, default=False)
         device = self._move_to(device)
+        if n == 0:
+            return x.clone()
         out = []
         with self._inference():
+            precision = self._precision(precision, device, "refine", lambda: self.refine_batch(
+                x[:batch_size].to(device), None if label_tensor is None else label_tensor[:batch_size].to(device),
+                Noise(seed, 0, min(n, batch_size), "refine"), steps, **options))
             for start, stop in _batches(n, batch_size, progress, "refining"):
                 batch = x[start:stop].to(device)
                 batch_labels = None if label_tensor is None else label_tensor[start:stop].to(device)
-                images = self.refine_batch(batch, batch_labels, Noise(seed, start, stop, "refine"), steps, **options)
+                with autocast(precision, device):
+                    images = self.refine_batch(batch, batch_labels, Noise(seed, start, stop, "refine"), steps, **options)
                 out.append(self._check_images(images, stop - start, "refine_batch").cpu())
-        return torch.cat(out) if out else x.clone()
-
-    def push_to_hub(self, repo_id: str, **kwargs: Any) -> str:
-        """Upload this model to the Hugging Face Hub in one commit; see :func:`genzoo.hub.push_to_hub`."""
-        from .hub import push_to_hub
-
-        return push_to_hub(self, repo_id, **kwargs)
+        return torch.cat(out)
 
     # -- hooks for subclasses -----------------------------------------------------------------
 
@@ -203,7 +231,10 @@ class Method(nn.Module):
         """
         raise NotImplementedError
 
-    def configure_optimizers(self) -> torch.optim.Optimizer | list[torch.optim.Optimizer]:
+    def configure_optimizers(self) -> Any:
+        """The optimiser(s), optionally with learning-rate scheduler(s): one optimiser, a list of them,
+        or ``(optimizers, schedulers)``. Schedulers step once per optimisation step; ``self.fit_steps``
+        holds the run's total ``--steps`` (see :func:`genzoo.schedules.warmup_cosine`)."""
         raise NotImplementedError(f"method {self.name!r} does not define configure_optimizers()")
 
     def setup_fit(self, data: Any) -> None:
@@ -215,11 +246,6 @@ class Method(nn.Module):
         For state that inference needs but training does not keep current (e.g. population
         statistics). It must not draw from the global RNG, so resumed runs stay exact.
         """
-
-    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        # The shared training loop calls the (possibly DDP-wrapped) module, so that gradient
-        # synchronisation hooks see the forward pass; forward is the training step.
-        return self.training_step(batch)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -244,10 +270,10 @@ class Method(nn.Module):
             raise GenzooError(f"images must be floats in [0, 1], got values in [{x.min():.3g}, {x.max():.3g}]")
         return x.float()
 
-    def _labels_for(self, n: int, labels: Any, default: bool = True) -> torch.Tensor | None:
+    def _labels_for(self, n: int, labels: Any, default: bool = True, first: int = 0) -> torch.Tensor | None:
         if labels is None:
             if default and self.num_classes:
-                return torch.arange(n) % self.num_classes
+                return torch.arange(first, first + n) % self.num_classes
             return None
         if not self.num_classes:
             raise GenzooError(f"method {self.name!r} is unconditional; it takes no labels (drop --labels)")
@@ -267,6 +293,20 @@ class Method(nn.Module):
         if unknown:
             known = ", ".join(sorted(declared)) or "none"
             raise GenzooError(f"{self.name} {verb} has no option(s) {unknown}; its options: {known}")
+
+    def _precision(self, requested: str, device: torch.device, verb: str, work) -> str:
+        """The precision to run a verb in; for ``auto`` on a native-bf16 CPU, one batch is timed both ways."""
+        if check_precision(requested) != "auto":
+            return resolve_precision(requested, device)
+
+        def probe(precision: str) -> float:
+            def run() -> None:
+                with autocast(precision, device):
+                    work()
+            return timed(run)
+
+        key = f"{verb}:{self.name}:{sorted(config_to_dict(self.config).items())}"
+        return resolve_precision("auto", device, probe, key)
 
     def _move_to(self, device: torch.device | str | None) -> torch.device:
         if device is not None:
@@ -295,9 +335,27 @@ class Method(nn.Module):
         return images.float().clamp(0, 1)
 
 
+def _check_batch_size(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise GenzooError(f"batch_size must be a positive integer, got {batch_size!r}")
+
+
+def _check_options_declaration(cls: type, attr: str, hook: str) -> None:
+    """``sample_options``/``refine_options``: a dict of keyword -> type, each a keyword of the hook."""
+    declared = getattr(cls, attr)
+    if not isinstance(declared, dict) or not all(isinstance(k, str) and isinstance(t, type) for k, t in declared.items()):
+        raise GenzooError(f"method {cls.name!r}: {attr} must map option names to types, e.g. {{'temperature': float}}")
+    if not declared:
+        return
+    parameters = inspect.signature(getattr(cls, hook)).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    missing = sorted(set(declared) - set(parameters))
+    if missing:
+        raise GenzooError(f"method {cls.name!r} declares {attr} {missing} that {hook}() does not accept as keywords")
+
+
 def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[tuple[int, int]]:
-    if batch_size <= 0:
-        raise GenzooError(f"batch size must be positive, got {batch_size}")
     starts = range(0, n, batch_size)
     if progress:
         from tqdm.auto import tqdm

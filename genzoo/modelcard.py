@@ -15,8 +15,6 @@ from typing import Any
 
 import yaml
 
-# The weights' licence follows the training data's (DESIGN: model cards state it).
-DATASET_LICENSES = {"mnist": "CC BY-SA 3.0", "celeba": "non-commercial research only"}
 # Licence ids the Hub knows (a subset: what genzoo models are likely to carry).
 HUB_LICENSES = {
     "apache-2.0", "mit", "bsd-2-clause", "bsd-3-clause", "cc0-1.0", "cc-by-2.0", "cc-by-3.0", "cc-by-4.0",
@@ -44,10 +42,15 @@ class CardFacts:
     paper: str = ""
     capabilities: tuple[str, ...] = ()
     num_classes: int = 0
+    license_from_data: bool = False
 
 
-def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry: Any = None) -> CardFacts:
-    """Facts for the card from a config.json ``document``, the Method class and a registry entry (or None)."""
+def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry: Any = None, *,
+                 dataset_license: str = "") -> CardFacts:
+    """Facts for the card from a config.json ``document``, the Method class and a registry entry (or None).
+
+    ``dataset_license`` (the training data's) is the weights' licence when nothing else states one.
+    """
     provenance = dict(document.get("provenance") or {})
     if entry is not None:
         provenance.update(entry.provenance or {})
@@ -57,8 +60,8 @@ def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry
     config = dict(document.get("config") or {})
     dataset = (entry.dataset if entry is not None else "") or str(provenance.get("dataset") or "")
     license_text = (entry.license if entry is not None else "") or str(provenance.get("license") or "")
-    if not license_text:
-        license_text = DATASET_LICENSES.get(dataset.partition(":")[0].lower(), "")
+    from_data = not license_text and bool(dataset_license)
+    license_text = license_text or dataset_license
     return CardFacts(
         method=document["method"],
         plugin=document.get("plugin") or "",
@@ -74,17 +77,25 @@ def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry
         paper=(getattr(method_cls, "paper", "") or "").strip(),
         capabilities=tuple(sorted(getattr(method_cls, "capabilities", ()) or ())),
         num_classes=int(config.get("num_classes") or 0),
+        license_from_data=from_data,
     )
 
 
 def license_metadata(text: str) -> dict[str, str]:
-    """The Hub's licence keys for a licence given as an id ("cc-by-sa-3.0") or in words ("CC BY-SA 3.0")."""
+    """The Hub's licence keys for a licence given as an id ("cc-by-sa-3.0") or in words.
+
+    genzoo's registry writes a licence as its name followed by what it covers, e.g. "CC BY-SA 3.0
+    (weights trained on MNIST, LeCun and Cortes)": the longest Hub identifier the text starts with
+    wins. Anything else (CelebA's non-commercial terms, CIFAR-10's) is ``other`` with a
+    ``license_name``.
+    """
     if not text:
         return {}
     slug = re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
-    if slug in HUB_LICENSES:
-        return {"license": slug}
-    return {"license": "other", "license_name": slug or "other"}
+    matches = [known for known in HUB_LICENSES if slug == known or slug.startswith(known + "-")]
+    if matches:
+        return {"license": max(matches, key=len)}
+    return {"license": "other", "license_name": slug[:64].rstrip("-") or "other"}
 
 
 def hub_dataset_id(dataset: str) -> str | None:
@@ -204,7 +215,7 @@ def _evaluation(facts: CardFacts) -> str:
 def _license(facts: CardFacts) -> str:
     if facts.license:
         text = f"The weights are released under: {facts.license}."
-        if facts.dataset and facts.dataset.partition(":")[0].lower() in DATASET_LICENSES:
+        if facts.dataset and facts.license_from_data:
             text += f" This follows the licence of the training data ({facts.dataset.partition(':')[0]})."
     else:
         text = "The weights' licence was not stated; ask the author before reusing them."

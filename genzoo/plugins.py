@@ -1,8 +1,12 @@
-"""The plugin host: finds plugins through entry points, calls their hooks, isolates their failures.
+"""The plugin host: finds plugins, calls their hooks, isolates their failures, and owns every lookup.
 
 Every method, the built-in ones included, arrives through the ``genzoo`` entry-point group. A plugin
 that fails to import or to register is recorded with its error (``genzoo plugins`` shows it) and
 everything else keeps working. Registrations of a plugin whose hook raises are dropped as a whole.
+
+What plugins register lives here, merged with the core's own tables (registry.yaml, the built-in
+datasets and metrics), and is looked up here only: methods and models by name or alias (a method
+name also finds its default model), datasets, metrics and feature networks by name.
 """
 
 from __future__ import annotations
@@ -10,16 +14,24 @@ from __future__ import annotations
 import importlib.metadata as importlib_metadata
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import pluggy
 
 from . import hookspecs
+from .data import BUILTIN_DATASETS, DatasetEntry, ImageData, images_to_uint8_nchw
 from .errors import GenzooError
+from .method import Method
+from .registry import ModelEntry, load_registry_file
+from .scores import BUILTIN_METRICS, METRIC_NEEDS, MetricEntry
 
 ENTRY_POINT_GROUP = "genzoo"
 ALLOW_ENV = "GENZOO_LOAD_PLUGINS"
-HOOK_NAMES = ("register_methods", "register_models", "register_commands", "register_feature_extractors")
+HOOK_NAMES = ("register_methods", "register_models", "register_commands", "register_feature_extractors",
+              "register_datasets", "register_metrics")
+_KINDS = {"register_methods": "methods", "register_models": "models", "register_feature_extractors":
+          "feature_extractors", "register_datasets": "datasets", "register_metrics": "metrics"}
 
 
 @dataclass
@@ -34,6 +46,8 @@ class PluginInfo:
     methods: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     feature_extractors: list[str] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -42,18 +56,10 @@ class PluginInfo:
         return "; ".join(self.errors) or None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "module": self.module,
-            "distribution": self.distribution,
-            "version": self.version,
-            "hooks": self.hooks,
-            "methods": self.methods,
-            "models": self.models,
-            "feature_extractors": self.feature_extractors,
-            "commands": self.commands,
-            "error": self.error,
-        }
+        return {"name": self.name, "module": self.module, "distribution": self.distribution, "version": self.version,
+                "hooks": self.hooks, "methods": self.methods, "models": self.models,
+                "feature_extractors": self.feature_extractors, "datasets": self.datasets, "metrics": self.metrics,
+                "commands": self.commands, "error": self.error}
 
 
 @dataclass
@@ -86,7 +92,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 class PluginHost:
-    """Loads plugins and holds what they registered: methods, models, feature extractors."""
+    """Loads plugins and holds what they registered, merged with the core's own tables."""
 
     def __init__(self, *, load_entry_points: bool = True):
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
@@ -94,9 +100,10 @@ class PluginHost:
         self.plugins: dict[str, PluginInfo] = {}
         self.methods: dict[str, MethodRecord] = {}
         self.method_aliases: dict[str, str] = {}
-        self.models: dict[str, Any] = {}  # name -> registry.ModelEntry
+        self.models: dict[str, ModelEntry] = {entry.name: entry for entry in load_registry_file()}
+        self.datasets: dict[str, DatasetEntry] = dict(BUILTIN_DATASETS)
+        self.metrics: dict[str, MetricEntry] = dict(BUILTIN_METRICS)
         self.feature_extractors: dict[str, FeatureExtractorRecord] = {}
-        self._registry_loaded = False
         if load_entry_points:
             self._load_entry_points()
 
@@ -111,12 +118,8 @@ class PluginHost:
                 continue
             seen.add(ep.name)
             dist = getattr(ep, "dist", None)
-            info = PluginInfo(
-                name=ep.name,
-                module=ep.value,
-                distribution=dist.metadata["Name"] if dist is not None else None,
-                version=dist.version if dist is not None else None,
-            )
+            info = PluginInfo(name=ep.name, module=ep.value, distribution=dist.metadata["Name"] if dist is not None else None,
+                              version=dist.version if dist is not None else None)
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not take genzoo down
@@ -137,23 +140,28 @@ class PluginHost:
         except Exception as exc:
             info.errors.append(f"failed to register: {_one_line(exc)}")
             return info
-        info.hooks = sorted(
-            impl.name for impl in self.pm.get_hookcallers(plugin) or [] if impl.name in HOOK_NAMES
-        )
-        self._run_hook(plugin, info, "register_methods", self._method_registrar)
-        self._run_hook(plugin, info, "register_models", self._model_registrar)
-        self._run_hook(plugin, info, "register_feature_extractors", self._feature_registrar)
+        info.hooks = sorted(impl.name for impl in self.pm.get_hookcallers(plugin) or [] if impl.name in HOOK_NAMES)
+        registrars = {"register_methods": self._method_registrar, "register_models": self._model_registrar,
+                      "register_feature_extractors": self._feature_registrar,
+                      "register_datasets": self._dataset_registrar, "register_metrics": self._metric_registrar}
+        for hook_name, make_registrar in registrars.items():
+            self._run_hook(plugin, info, hook_name, make_registrar)
         return info
 
     def _run_hook(self, plugin: Any, info: PluginInfo, hook_name: str, make_registrar) -> None:
         impl = self._impl(plugin, hook_name)
         if impl is None:
             return
-        staged: list[Callable[[], None]] = []
+        staged: list[tuple[str, Callable[[], None]]] = []
         try:
             impl(make_registrar(info, staged))
-            for commit in staged:
+            names = [n for n, _ in staged]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                raise GenzooError(f"{hook_name} registered {duplicates} twice")
+            for registered, commit in staged:
                 commit()
+                getattr(info, _KINDS[hook_name]).append(registered)
         except Exception as exc:
             info.errors.append(f"{hook_name} failed: {_one_line(exc)}")
 
@@ -167,75 +175,85 @@ class PluginHost:
     # -- registrars handed to hooks -----------------------------------------------------------
 
     def _method_registrar(self, info: PluginInfo, staged: list):
-        from .method import Method
-
         def register(cls: type, aliases: tuple[str, ...] | list[str] = ()) -> None:
             if not (isinstance(cls, type) and issubclass(cls, Method)):
                 raise GenzooError(f"register_methods expects a genzoo.Method subclass, got {cls!r}")
             cls.check_declaration()
-            names = (cls.name, *aliases)
-            for n in names:
+            for n in (cls.name, *aliases):
                 owner = self._method_owner(n)
                 if owner is not None:
-                    raise GenzooError(
-                        f"method name {n!r} from plugin {info.name!r} is already registered by plugin {owner!r}"
-                    )
+                    raise GenzooError(f"method name {n!r} from plugin {info.name!r} is already registered by plugin {owner!r}")
 
             def commit() -> None:
                 cls.plugin_name = info.distribution or info.name
                 self.methods[cls.name] = MethodRecord(cls, info.name, tuple(aliases))
                 for alias in aliases:
                     self.method_aliases[alias] = cls.name
-                info.methods.append(cls.name)
 
-            staged.append(commit)
+            staged.append((cls.name, commit))
 
         return register
 
     def _method_owner(self, name: str) -> str | None:
-        if name in self.methods:
-            return self.methods[name].plugin
-        if name in self.method_aliases:
-            return self.methods[self.method_aliases[name]].plugin
-        return None
+        canonical = self.method_aliases.get(name, name)
+        return self.methods[canonical].plugin if canonical in self.methods else None
 
     def _model_registrar(self, info: PluginInfo, staged: list):
-        from .registry import ModelEntry
-
         def register(name: str, **fields: Any) -> None:
-            entry = ModelEntry.from_dict(name, fields, source=f"plugin {info.name!r}", package=None)
-            self._check_model_name(entry)
+            entry = ModelEntry.from_dict(name, fields, source=f"plugin {info.name!r}")
+            for n in (entry.name, *entry.aliases):
+                other = self._model_named(n)
+                if other is not None:
+                    raise GenzooError(f"model name {n!r} from {entry.source} is already registered by {other.source}")
 
             def commit() -> None:
                 self.models[entry.name] = entry
-                info.models.append(entry.name)
 
-            staged.append(commit)
+            staged.append((entry.name, commit))
 
         return register
-
-    def _check_model_name(self, entry) -> None:
-        self._ensure_registry()
-        for n in (entry.name, *entry.aliases):
-            for other in self.models.values():
-                if n == other.name or n in other.aliases:
-                    raise GenzooError(f"model name {n!r} from {entry.source} is already registered by {other.source}")
 
     def _feature_registrar(self, info: PluginInfo, staged: list):
         def register(name: str, factory: Callable[[], Any], datasets=(), summary: str = "") -> None:
             if name in self.feature_extractors:
                 other = self.feature_extractors[name].plugin
-                raise GenzooError(
-                    f"feature extractor {name!r} from plugin {info.name!r} is already registered by plugin {other!r}"
-                )
+                raise GenzooError(f"feature extractor {name!r} from plugin {info.name!r} is already registered by plugin {other!r}")
             if not callable(factory):
                 raise GenzooError(f"feature extractor {name!r}: factory must be callable, got {factory!r}")
+            record = FeatureExtractorRecord(name, factory, info.name, tuple(datasets), summary)
+            staged.append((name, lambda: self.feature_extractors.__setitem__(name, record)))
 
-            def commit() -> None:
-                self.feature_extractors[name] = FeatureExtractorRecord(name, factory, info.name, tuple(datasets), summary)
-                info.feature_extractors.append(name)
+        return register
 
-            staged.append(commit)
+    def _dataset_registrar(self, info: PluginInfo, staged: list):
+        def register(name: str, load: Callable[[Path, str], Any], *, shape: tuple[int, int, int], summary: str = "",
+                     num_classes: int = 0, splits: dict[str, int | None] | None = None, files: str = "",
+                     default_split: str = "train", license: str = "") -> None:
+            if name in self.datasets or name in ("npz", "folder"):
+                other = self.datasets[name].source if name in self.datasets else "genzoo (a spec prefix)"
+                raise GenzooError(f"dataset {name!r} from plugin {info.name!r} is already registered by {other}")
+            if not callable(load):
+                raise GenzooError(f"dataset {name!r}: load must be callable, got {load!r}")
+            splits = dict(splits or {default_split: None})
+            if default_split not in splits:
+                raise GenzooError(f"dataset {name!r}: default_split {default_split!r} is not one of its splits {list(splits)}")
+            entry = DatasetEntry(name, summary, tuple(shape), int(num_classes), splits, files, _checked_loader(name, load),
+                                 default_split, license, f"plugin {info.name!r}")
+            staged.append((name, lambda: self.datasets.__setitem__(name, entry)))
+
+        return register
+
+    def _metric_registrar(self, info: PluginInfo, staged: list):
+        def register(name: str, compute: Callable[[Any], Any], *, summary: str = "", needs: tuple[str, ...] = ()) -> None:
+            if name in self.metrics:
+                raise GenzooError(f"metric {name!r} from plugin {info.name!r} is already registered by {self.metrics[name].source}")
+            if not callable(compute):
+                raise GenzooError(f"metric {name!r}: compute must be callable, got {compute!r}")
+            unknown = sorted(set(needs) - set(METRIC_NEEDS))
+            if unknown:
+                raise GenzooError(f"metric {name!r}: unknown needs {unknown}; choose from {', '.join(METRIC_NEEDS)}")
+            entry = MetricEntry(name, compute, summary, frozenset(needs), source=f"plugin {info.name!r}")
+            staged.append((name, lambda: self.metrics.__setitem__(name, entry)))
 
         return register
 
@@ -256,31 +274,101 @@ class PluginHost:
                 continue
             info.commands = sorted(set(cli.commands) - before)
 
-    # -- the catalogue --------------------------------------------------------------------------
+    # -- lookups ------------------------------------------------------------------------------
 
-    def _ensure_registry(self) -> None:
-        if self._registry_loaded:
-            return
-        self._registry_loaded = True
-        from .registry import load_registry_file
-
-        for entry in load_registry_file():
-            self.models.setdefault(entry.name, entry)
-
-    def all_models(self) -> dict[str, Any]:
-        self._ensure_registry()
+    def all_models(self) -> dict[str, ModelEntry]:
         return self.models
 
-    def method(self, name: str) -> type:
-        """The Method class registered under ``name`` or one of its aliases."""
+    def has_method(self, name: str) -> bool:
+        return self.method_aliases.get(name, name) in self.methods
+
+    def method_record(self, name: str) -> MethodRecord:
+        """The registration of the method called ``name`` or one of its aliases."""
         canonical = self.method_aliases.get(name, name)
         if canonical in self.methods:
-            return self.methods[canonical].cls
+            return self.methods[canonical]
         known = ", ".join(sorted(self.methods)) or "none"
         raise GenzooError(
             f"no plugin provides method {name!r} (installed methods: {known}); "
             f"install the plugin that provides it, or run `genzoo plugins` to see load errors"
         )
+
+    def method(self, name: str) -> type:
+        """The Method class registered under ``name`` or one of its aliases."""
+        return self.method_record(name).cls
+
+    def _model_named(self, name: str) -> ModelEntry | None:
+        if name in self.models:
+            return self.models[name]
+        return next((entry for entry in self.models.values() if name in entry.aliases), None)
+
+    def model(self, name: str) -> ModelEntry:
+        """A model by name, by alias, or by method name (the method's default model)."""
+        entry = self._model_named(name)
+        if entry is not None:
+            return entry
+        if self.has_method(name):
+            cls = self.method(name)
+            if cls.default_model and cls.default_model in self.models:
+                return self.models[cls.default_model]
+            raise GenzooError(
+                f"method {cls.name!r} has no pretrained default model; train one with "
+                f"`genzoo fit {cls.name} ...` and pass its output directory instead"
+            )
+        known = ", ".join(sorted(self.models)) or "none"
+        raise GenzooError(
+            f"unknown model {name!r} (known models: {known}); pass a model name, a model directory or hf://ORG/NAME"
+            + ("" if self.methods else "; no method plugin is loaded: run `genzoo plugins` to see why")
+        )
+
+    def dataset(self, name: str) -> DatasetEntry:
+        entry = self.datasets.get(name.lower())
+        if entry is None:
+            raise GenzooError(
+                f"unknown dataset {name!r}; use one of {', '.join(sorted(self.datasets))} (with :SPLIT), "
+                f"folder:PATH or npz:PATH[:SPLIT] (`genzoo datasets` lists them)"
+            )
+        return entry
+
+    def metric(self, name: str) -> MetricEntry:
+        entry = self.metrics.get(name)
+        if entry is None:
+            raise GenzooError(f"unknown metric {name!r}; choose from {', '.join(sorted(self.metrics))}")
+        return entry
+
+    def feature_extractor(self, name: str | None = None, *, dataset: str | None = None) -> FeatureExtractorRecord:
+        """The feature network called ``name``, or the first one registered for ``dataset``."""
+        records = self.feature_extractors
+        if name is None:
+            matches = [r for r in records.values() if dataset in r.datasets]
+            if matches:
+                return matches[0]
+            known = ", ".join(f"{r.name} ({', '.join(r.datasets)})" for r in records.values()) or "none"
+            raise GenzooError(f"no feature network is registered for dataset {dataset!r} (available: {known}); "
+                              f"pass --features NAME")
+        if name in records:
+            return records[name]
+        known = ", ".join(sorted(records)) or "none"
+        raise GenzooError(f"unknown feature network {name!r}; available: {known}, inception (online only)")
+
+
+def _checked_loader(name: str, load: Callable[[Path, str], Any]) -> Callable[[Path, str], ImageData]:
+    """A plugin's loader, its result turned into ImageData (it may return ImageData or (images, labels))."""
+    import torch
+
+    def wrapped(root: Path, split: str) -> ImageData:
+        result = load(root, split)
+        if isinstance(result, ImageData):
+            return result
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise GenzooError(f"dataset {name!r}: its loader must return ImageData or (images, labels), got "
+                              f"{type(result).__name__}")
+        images, labels = result
+        images = images.numpy() if isinstance(images, torch.Tensor) else images
+        labels = None if labels is None else torch.as_tensor(labels, dtype=torch.long)
+        return ImageData(images_to_uint8_nchw(images, f"dataset {name}"), labels, f"{name}:{split}")
+
+    return wrapped
 
 
 _HOST: PluginHost | None = None
@@ -298,3 +386,8 @@ def reset_host() -> None:
     """Forget loaded plugins (tests, or after changing GENZOO_LOAD_PLUGINS)."""
     global _HOST
     _HOST = None
+
+
+def find_model(name: str) -> ModelEntry:
+    """Look a model up by name, by alias, or by method name (the method's default model)."""
+    return get_host().model(name)

@@ -1,4 +1,8 @@
-"""The zoo catalogue: registry.yaml plus models registered by plugins, looked up by name or alias."""
+"""The zoo catalogue's entries: what registry.yaml (and a plugin's ``register_models``) says of a model.
+
+Lookups by name, alias or method default are the plugin host's (:func:`genzoo.plugins.find_model`),
+which merges this file with what plugins register.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ class ModelEntry:
     source: str = "registry.yaml"
 
     @classmethod
-    def from_dict(cls, name: str, data: dict[str, Any], *, source: str, package: str | None) -> "ModelEntry":
+    def from_dict(cls, name: str, data: dict[str, Any], *, source: str) -> "ModelEntry":
         known = {f.name for f in fields(cls)} - {"name", "source"}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -59,6 +63,13 @@ class ModelEntry:
         path = Path(str(importlib.resources.files(package))) / rel
         return path if path.is_dir() else None
 
+    def hub_ref(self) -> str | None:
+        """``hf://ORG/NAME[@REVISION]`` of the Hub copy, or None."""
+        if not self.hub:
+            return None
+        revision = self.hub.get("revision")
+        return f"hf://{self.hub['repo_id']}" + (f"@{revision}" if revision else "")
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -80,31 +91,4 @@ def load_registry_file(path: Path | None = None) -> list[ModelEntry]:
     models = data.get("models") or {}
     if not isinstance(models, dict):
         raise GenzooError(f"{path}: 'models' must be a mapping of model name to fields")
-    return [ModelEntry.from_dict(name, entry or {}, source=REGISTRY_FILE, package=None) for name, entry in models.items()]
-
-
-def find_model(name: str) -> ModelEntry:
-    """Look a model up by name, by alias, or by method name (the method's default model)."""
-    from .plugins import get_host
-
-    host = get_host()
-    models = host.all_models()
-    if name in models:
-        return models[name]
-    for entry in models.values():
-        if name in entry.aliases:
-            return entry
-    canonical = host.method_aliases.get(name, name)
-    if canonical in host.methods:
-        cls = host.methods[canonical].cls
-        if cls.default_model and cls.default_model in models:
-            return models[cls.default_model]
-        raise GenzooError(
-            f"method {canonical!r} has no pretrained default model; train one with "
-            f"`genzoo fit {canonical} ...` and pass its output directory instead"
-        )
-    known = ", ".join(sorted(models)) or "none"
-    raise GenzooError(
-        f"unknown model {name!r} (known models: {known}); pass a model name, a model directory or hf://ORG/NAME"
-        + ("" if host.methods else "; no method plugin is loaded: run `genzoo plugins` to see why")
-    )
+    return [ModelEntry.from_dict(name, entry or {}, source=REGISTRY_FILE) for name, entry in models.items()]

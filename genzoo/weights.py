@@ -17,20 +17,18 @@ from typing import Any
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
 
 from ._version import __version__
 from .configs import build_config, config_to_dict
 from .errors import GenzooError, WeightsError
+from .plugins import get_host
+from .tensorfile import read_header, write_tensors
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt", ".pickle")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-_SAFETENSORS_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64,
-                       "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
-                       "U8": torch.uint8, "BOOL": torch.bool}
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -74,9 +72,12 @@ def save_pretrained(
     """Write ``method`` as a model directory (config.json + model.safetensors), atomically.
 
     ``storage_dtype`` ("float16" or "bfloat16") stores floating-point tensors at lower precision;
-    the loader upcasts them to the dtype the method declares.
+    the loader upcasts them to the dtype the method declares. The same model gives the same bytes
+    (and sha256) every time.
     """
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise GenzooError(f"{directory} is a file; a model is written to a directory: choose another path")
     if storage_dtype is not None and storage_dtype not in _DTYPES:
         raise GenzooError(f"storage_dtype must be one of {sorted(_DTYPES)}, got {storage_dtype!r}")
     state = {}
@@ -99,7 +100,7 @@ def save_pretrained(
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
-        save_file(state, str(staging / WEIGHTS_FILE), metadata={"format": "pt", "genzoo_method": method.name})
+        write_tensors(state, staging / WEIGHTS_FILE, metadata={"format": "pt", "genzoo_method": method.name})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as fh:
             json.dump(document, fh, indent=2, sort_keys=False)
             fh.write("\n")
@@ -123,45 +124,50 @@ def _umask() -> int:
 
 
 def read_config(directory: Path) -> dict[str, Any]:
-    path = directory / CONFIG_FILE
+    """config.json of a model directory, checked to be genzoo's (see :func:`check_document`)."""
+    path = Path(directory) / CONFIG_FILE
     if not path.is_file():
-        pickles = [p.name for p in directory.glob("*") if p.suffix in PICKLE_SUFFIXES]
+        pickles = [p.name for p in Path(directory).glob("*") if p.suffix in PICKLE_SUFFIXES]
         hint = f" (it holds {', '.join(pickles)}: pickle files are never loaded)" if pickles else ""
         raise WeightsError(f"{directory} is not a genzoo model: it has no {CONFIG_FILE}{hint}")
     try:
-        with open(path, encoding="utf-8") as fh:
-            document = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
         raise WeightsError(f"{path} is not valid JSON ({exc}); the model directory is corrupt") from None
-    if not isinstance(document, dict) or "method" not in document or "config" not in document:
-        raise WeightsError(f"{path} is not a genzoo config: it needs 'method' and 'config' keys")
+    return check_document(document, str(directory))
+
+
+def check_document(document: Any, where: str) -> dict[str, Any]:
+    """Refuse a config.json that is not genzoo's, of another format version, or whose method is not installed."""
+    if not isinstance(document, dict) or "method" not in document or not isinstance(document.get("config"), dict):
+        raise WeightsError(f"{where} is not a genzoo model: its {CONFIG_FILE} has no 'method' and 'config' entries "
+                           f"(it may belong to another library)")
     version = document.get("format_version", FORMAT_VERSION)
     if version != FORMAT_VERSION:
-        raise WeightsError(f"{path} has format_version {version}; this genzoo reads version {FORMAT_VERSION}: upgrade genzoo")
+        raise WeightsError(f"{where} has format_version {version}; this genzoo reads version {FORMAT_VERSION}: upgrade genzoo")
+    method_class(document, where)
     return document
 
 
-def _method_class(document: dict[str, Any], path: Path) -> type:
-    from .plugins import get_host
-
+def method_class(document: dict[str, Any], where: str) -> type:
+    """The installed Method class a config.json names, or WeightsError naming the plugin to install."""
     host = get_host()
-    name = document["method"]
-    canonical = host.method_aliases.get(name, name)
-    if canonical not in host.methods:
+    name = str(document["method"])
+    if not host.has_method(name):
         plugin = document.get("plugin") or f"genzoo-{name}"
         raise WeightsError(
-            f"{path} needs method {name!r}, which no loaded plugin provides; install it "
-            f"(pip install {plugin}) or check `genzoo plugins` for load errors"
+            f"{where} needs method {name!r}, which no installed plugin provides; install it "
+            f"(pip install {plugin}) or check `genzoo plugins` for plugins that failed to load"
         )
-    return host.methods[canonical].cls
+    return host.method(name)
 
 
 def method_config(directory: Path) -> tuple[type, Any, dict[str, Any]]:
     """The method class, its typed config and the whole config.json document of ``directory``."""
     document = read_config(directory)
-    config_path = directory / CONFIG_FILE
-    cls = _method_class(document, config_path)
-    return cls, build_config(cls.Config, document["config"] or {}, where=str(config_path)), document
+    config_path = Path(directory) / CONFIG_FILE
+    cls = method_class(document, str(config_path))
+    return cls, build_config(cls.Config, document["config"], where=str(config_path)), document
 
 
 def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, str] | None = None,
@@ -179,11 +185,12 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
         pickles = [p.name for p in directory.glob("*") if p.suffix in PICKLE_SUFFIXES]
         hint = f"; it holds {', '.join(pickles)}, and pickle weights are refused (convert them to safetensors)" if pickles else ""
         raise WeightsError(f"{directory} has no {WEIGHTS_FILE}{hint}")
-    model = cls(config)
     storage = document.get("storage_dtype")
     if storage is not None and storage not in _DTYPES:
         raise WeightsError(f"{config_path}: unknown storage_dtype {storage!r}; expected one of {sorted(_DTYPES)}")
-    tensors = _read_checked(weights_path, model.state_dict(), storage)
+    check_tensors(weights_path, expected_state(cls, config), storage)  # before a single parameter is allocated
+    model = cls(config)
+    tensors = read_checked(weights_path, model.state_dict(), storage)
     model.load_state_dict(tensors, strict=True)
     model.eval()
     if device is not None:
@@ -191,101 +198,51 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
     return model
 
 
-def _read_checked(path: Path, expected: dict[str, torch.Tensor], storage_dtype: str | None) -> dict[str, torch.Tensor]:
-    """All tensors of ``path``, after checking names, shapes and dtypes against ``expected``."""
+def expected_state(cls: type, config: Any) -> dict[str, torch.Tensor]:
+    """The state_dict of ``cls(config)`` built on the meta device: names, shapes and dtypes, no memory."""
     try:
-        handle = safe_open(str(path), framework="pt")
-    except Exception as exc:  # safetensors raises its own error types for corrupt headers
-        raise WeightsError(f"{path} is not a readable safetensors file ({exc}); the model file is corrupt") from None
-    with handle as fh:
-        keys = set(fh.keys())
-        missing = sorted(set(expected) - keys)
-        unexpected = sorted(keys - set(expected))
-        if missing or unexpected:
-            parts = []
-            if missing:
-                parts.append(f"missing tensors {_short(missing)}")
-            if unexpected:
-                parts.append(f"unexpected tensors {_short(unexpected)}")
-            raise WeightsError(f"{path} does not fit its config: {'; '.join(parts)}")
-        allowed_storage = _DTYPES.get(storage_dtype) if storage_dtype else None
-        for key in sorted(keys):
-            sl = fh.get_slice(key)
-            shape = tuple(sl.get_shape())
-            want = expected[key]
-            if shape != tuple(want.shape):
-                raise WeightsError(f"{path}: tensor {key!r} has shape {shape}, the config needs {tuple(want.shape)}")
-            dtype = _SAFETENSORS_DTYPES.get(sl.get_dtype())
-            if dtype != want.dtype and not (want.is_floating_point() and dtype == allowed_storage):
-                raise WeightsError(f"{path}: tensor {key!r} has dtype {sl.get_dtype()}, the method needs {want.dtype}")
-        try:
-            tensors = {key: fh.get_tensor(key) for key in keys}
-        except Exception as exc:
-            raise WeightsError(f"{path} is truncated or corrupt ({exc})") from None
+        with torch.device("meta"):
+            return cls(config).state_dict()
+    except GenzooError:
+        raise
+    except Exception:  # a method whose construction cannot run on meta tensors: build it for real
+        return cls(config).state_dict()
+
+
+def check_tensors(path: Path, expected: dict[str, torch.Tensor], storage_dtype: str | None) -> None:
+    """Compare the safetensors header of ``path`` with ``expected``; WeightsError naming what differs."""
+    header = read_header(path)
+    keys = set(header)
+    missing = sorted(set(expected) - keys)
+    unexpected = sorted(keys - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing tensors {_short(missing)}")
+        if unexpected:
+            parts.append(f"unexpected tensors {_short(unexpected)}")
+        raise WeightsError(f"{path} does not fit its config: {'; '.join(parts)}")
+    allowed_storage = _DTYPES.get(storage_dtype) if storage_dtype else None
+    for key in sorted(keys):
+        dtype, shape = header[key]
+        want = expected[key]
+        if shape != tuple(want.shape):
+            raise WeightsError(f"{path}: tensor {key!r} has shape {shape}, the config needs {tuple(want.shape)}")
+        if dtype != want.dtype and not (want.is_floating_point() and dtype == allowed_storage):
+            raise WeightsError(f"{path}: tensor {key!r} has dtype {dtype}, the method needs {want.dtype}")
+
+
+def read_checked(path: Path, expected: dict[str, torch.Tensor], storage_dtype: str | None) -> dict[str, torch.Tensor]:
+    """All tensors of ``path``, after checking names, shapes and dtypes against ``expected``."""
+    check_tensors(path, expected, storage_dtype)
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            tensors = {key: fh.get_tensor(key) for key in fh.keys()}
+    except Exception as exc:  # safetensors raises its own error types for corrupt files
+        raise WeightsError(f"{path} is truncated or corrupt ({exc}); the model file is corrupt") from None
     return {key: t.to(expected[key].dtype) for key, t in tensors.items()}
 
 
 def _short(names: list[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-# -- resolution ---------------------------------------------------------------------------------
-
-
-def resolve(ref: str | os.PathLike) -> tuple[Path, dict[str, str] | None, str]:
-    """Where the files of ``ref`` are: (directory, sha256 to check or None, a description).
-
-    ``ref`` is a model directory, ``hf://ORG/NAME[@REV]``, or a registry name, alias or method.
-    A registry model uses its bundled copy when the copy's sha256 matches (no network), else
-    asks the Hub if it names a repo.
-    """
-    text = str(ref)
-    if text.startswith("hf://"):
-        from .hub import download
-
-        repo_id, revision = parse_hub_ref(text)
-        return download(repo_id, revision), None, text
-    path = Path(text).expanduser()
-    if path.is_dir():
-        return path, None, str(path)
-    if os.sep in text or text.startswith("."):
-        raise GenzooError(f"model directory {text} does not exist")
-    from .registry import find_model
-
-    entry = find_model(text)
-    bundled = entry.bundled_dir()
-    bundled_problem = None
-    if bundled is not None:
-        try:
-            verify_hashes(bundled, entry.files, f"bundled model {entry.name}")
-            return bundled, None, f"{entry.name} (bundled)"
-        except WeightsError as exc:
-            bundled_problem = str(exc)
-    if entry.hub:
-        from .hub import download
-
-        directory = download(entry.hub["repo_id"], entry.hub.get("revision"), model_name=entry.name)
-        return directory, entry.files or None, f"{entry.name} (hf://{entry.hub['repo_id']})"
-    if bundled_problem:
-        raise WeightsError(bundled_problem)
-    if entry.bundled:
-        raise WeightsError(
-            f"model {entry.name!r} should be bundled at {entry.bundled}, but that package or folder is not installed; "
-            f"reinstall the plugin that provides {entry.method!r}"
-        )
-    raise WeightsError(f"model {entry.name!r} has neither bundled weights nor a Hub repo in {entry.source}")
-
-
-def parse_hub_ref(text: str) -> tuple[str, str | None]:
-    body = text[len("hf://"):] if text.startswith("hf://") else text
-    repo_id, _, revision = body.partition("@")
-    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
-        raise GenzooError(f"expected a Hub repo as hf://ORG/NAME[@REVISION], got {text!r}")
-    return repo_id, revision or None
-
-
-def load(ref: str | os.PathLike, *, device: torch.device | str | None = None) -> torch.nn.Module:
-    """Load a pretrained method by model name, alias, method name, directory or hf://ORG/NAME[@REV]."""
-    directory, hashes, _ = resolve(ref)
-    return load_model_dir(directory, expected_hashes=hashes, device=device)

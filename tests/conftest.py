@@ -7,12 +7,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# Keep every test away from the user's Hugging Face cache and the network.
+# Keep every test away from the user's Hugging Face cache, genzoo's cache and the network.
 os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="genzoo-test-hf-")
+os.environ["GENZOO_CACHE"] = tempfile.mkdtemp(prefix="genzoo-test-cache-")
+# One thread per process: on a machine that is busy with other work, several threads per process
+# fight over the cores and a suite of a few minutes took forty (subprocesses inherit this too).
+os.environ["OMP_NUM_THREADS"] = "1"
 os.environ.pop("GENZOO_LOAD_PLUGINS", None)
+
+import torch  # noqa: E402
 
 import genzoo  # noqa: E402
 from genzoo.plugins import reset_host  # noqa: E402
+
+torch.set_num_threads(1)
 
 TESTS = Path(__file__).resolve().parent
 SHARED_DATA = TESTS.parent.parent / "shared" / "data"

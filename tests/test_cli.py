@@ -58,7 +58,7 @@ def test_sample_options_labels_and_apply(runner, toy_model_dir, tmp_path):
 
 
 def test_a_label_list_longer_than_a_file_name_is_still_a_list():
-    from genzoo.cli.common import parse_labels
+    from genzoo.cli.options import parse_labels
 
     text = ",".join(str(i % 10) for i in range(5000))  # about 10,000 characters: stat() fails on it
     assert parse_labels(text).tolist() == [i % 10 for i in range(5000)]
@@ -78,7 +78,7 @@ def test_refine_reads_png_files_folders_and_npz_and_refuses_wrong_sizes(runner, 
         assert refined.shape[1:] == (1, 8, 8)
     Image.new("RGB", (16, 16)).save(tmp_path / "big.png")
     wrong = runner.invoke(cli, ["refine", str(toy_model_dir), "--input", str(tmp_path / "big.png")])
-    assert wrong.exit_code == 1 and "shape (1, 8, 8)" in wrong.output and "got (3, 16, 16)" in wrong.output
+    assert wrong.exit_code == 1 and "holds one 3x16x16 image" in wrong.output and "refines 1x8x8 images" in wrong.output
     missing = runner.invoke(cli, ["refine", str(toy_model_dir), "--input", str(tmp_path / "nope.png")])
     assert missing.exit_code == 1 and "does not exist" in missing.output
 

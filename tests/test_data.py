@@ -5,7 +5,7 @@ import pytest
 import torch
 from PIL import Image
 
-from genzoo.data import load_dataset
+from genzoo.datasets import load_dataset
 from genzoo.errors import GenzooError
 
 

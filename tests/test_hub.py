@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from safetensors.torch import load_file, save_file
 
 import genzoo
-from genzoo.hub import pull
+from genzoo.loading import pull
 from genzoo.weights import file_hashes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,7 +92,7 @@ def register(name: str, **fields):
     from genzoo.plugins import get_host
     from genzoo.registry import ModelEntry
 
-    entry = ModelEntry.from_dict(name, {"method": "toy", **fields}, source="test registry", package=None)
+    entry = ModelEntry.from_dict(name, {"method": "toy", **fields}, source="test registry")
     get_host().all_models()[name] = entry
     return entry
 
@@ -136,7 +136,7 @@ def test_push_then_pull_round_trip_is_bit_identical(hub, toy_model_dir, hf_home)
 
 def test_method_push_to_hub_from_python(hub):
     model = toy(1)
-    commit = model.push_to_hub("org/from-python", message="from python")
+    commit = genzoo.push_to_hub(model, "org/from-python", message="from python")
     assert hub.hub.repos["org/from-python"].commits[commit].title == "from python"
     assert same_weights(genzoo.load(f"hf://org/from-python@{commit}"), model)
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import genzoo
 from genzoo.cli import cli
-from genzoo.metrics import class_statistics, fid, kid, max_ssim, precision_recall
+from genzoo.scores import class_statistics, fid, kid, max_ssim, precision_recall
 
 
 def _scipy_fid(a, b):
@@ -105,7 +105,7 @@ def test_eval_errors_are_one_clear_sentence(toy_site, toy_npz, tmp_path):
     assert bad.exit_code == 1 and "unknown metric(s) ['sharpness']" in bad.output
     few = runner.invoke(cli, ["eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
                               "toy-features", "--metrics", "kid"])
-    assert few.exit_code == 1 and "KID needs at least subset_size=1000" in few.output
+    assert few.exit_code == 1 and "subsets of --kid-subset-size=1000 images" in few.output
     big = tmp_path / "big.npz"
     np.savez(big, x=np.zeros((64, 16, 16), dtype=np.uint8))
     shape = runner.invoke(cli, ["eval", f"npz:{big}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",

@@ -114,13 +114,13 @@ def test_sample_refine_composition_through_the_cli_is_deterministic(toy_site, tm
 
 
 def test_eval_passes_refine_options_to_the_refiner(toy_site, tmp_path):
-    from genzoo.metrics import load_source
+    from genzoo.generate import generate
 
     gen = _tiny_generator_dir(tmp_path)
     refiner = genzoo.save_pretrained(small(base=str(gen), refine_steps=3), tmp_path / "refiner")
-    plain, _, _ = load_source(str(gen), 4, seed=1)
-    tight, _, _ = load_source(str(gen), 4, seed=1, refine=str(refiner), refine_options={"eps": 0.05})
-    loose, _, _ = load_source(str(gen), 4, seed=1, refine=str(refiner))
+    plain, _ = generate(genzoo.load(gen), 4, seed=1)
+    tight, _ = generate(genzoo.load(gen), 4, seed=1, refiner=genzoo.load(refiner), refine_options={"eps": 0.05})
+    loose, _ = generate(genzoo.load(gen), 4, seed=1, refiner=genzoo.load(refiner))
     assert ((tight - plain).flatten(1).norm(dim=1) <= 0.05 + 1e-5).all()
     assert ((loose - plain).flatten(1).norm(dim=1) > 0.05 + 1e-5).any()
     runner = CliRunner()
@@ -175,10 +175,10 @@ def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
 
 
 def test_bundled_robust_mnist_refines_ign_samples_towards_their_labels_within_the_ball():
-    from genzoo.metrics import extract, feature_space
+    from genzoo.features import extract, feature_space
 
     refiner = genzoo.load("robust-mnist")
-    images = genzoo.load("ign-mnist").sample(128, seed=1)
+    images = genzoo.load("ign-mnist").sample(64, seed=1)
     labels = refiner.predict_labels(images)
     refined = refiner.refine(images, labels=labels, seed=0)
     change = (refined - images).flatten(1).norm(dim=1)

@@ -111,7 +111,7 @@ def test_init_refuses_a_model_whose_network_differs(toy_site, toy_npz, tmp_path)
     base = _fit(tmp_path / "base", toy_npz, 3)
     with pytest.raises(GenzooError, match="does not fit this config's network"):
         _fit(tmp_path / "tuned", toy_npz, 3, config={"latent": "5"}, init=str(base))
-    with pytest.raises(GenzooError, match="not a genzoo model"):
+    with pytest.raises(GenzooError, match="no model.safetensors there"):
         _fit(tmp_path / "other", toy_npz, 3, init=str(tmp_path))
 
 

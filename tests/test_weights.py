@@ -44,7 +44,7 @@ def _edit_weights(directory, edit):
         (lambda t: t.pop("encoder.bias"), "missing tensors encoder.bias"),
         (lambda t: t.update(extra=torch.zeros(1)), "unexpected tensors extra"),
         (lambda t: t.update({"encoder.bias": torch.zeros(5)}), r"'encoder.bias' has shape \(5,\), the config needs \(4,\)"),
-        (lambda t: t.update({"encoder.bias": torch.zeros(4, dtype=torch.float64)}), "'encoder.bias' has dtype F64"),
+        (lambda t: t.update({"encoder.bias": torch.zeros(4, dtype=torch.float64)}), "'encoder.bias' has dtype torch.float64"),
     ],
 )
 def test_mismatched_weights_are_refused_with_the_difference(toy_model_dir, edit, message):

@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from ..errors import GenzooError
-from . import eval_cmd, export_cmd, fit_cmd, info_cmd, list_cmd, plugins_cmd, pull_cmd, push_cmd, refine_cmd, sample_cmd
-
-
-class GenzooGroup(click.Group):
-    """Turns GenzooError into click's one-line ``Error: ...`` and exit status 1."""
-
-    argv: list[str] = []  # the arguments of the current invocation, for provenance records
-
-    def main(self, args=None, *rest, **kwargs):
-        GenzooGroup.argv = list(sys.argv[1:] if args is None else args)
-        return super().main(args, *rest, **kwargs)
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except GenzooError as exc:
-            raise click.ClickException(str(exc)) from None
+from . import (datasets_cmd, eval_cmd, export_cmd, fit_cmd, info_cmd, list_cmd, new_plugin_cmd, plot_cmd, plugins_cmd,
+               pull_cmd, push_cmd, refine_cmd, sample_cmd)
+from .group import GenzooGroup
 
 
 @click.group(cls=GenzooGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,8 +21,8 @@ def cli() -> None:
     """
 
 
-for module in (list_cmd, info_cmd, plugins_cmd, fit_cmd, sample_cmd, refine_cmd, eval_cmd, export_cmd, push_cmd,
-               pull_cmd):
+for module in (list_cmd, info_cmd, plugins_cmd, datasets_cmd, fit_cmd, sample_cmd, refine_cmd, eval_cmd, export_cmd,
+               push_cmd, pull_cmd, plot_cmd, new_plugin_cmd):
     cli.add_command(module.command)
 
 

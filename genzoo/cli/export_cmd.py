@@ -1,4 +1,12 @@
+from pathlib import Path
+
 import click
+
+from ..checkpoints import model_from_checkpoint
+from ..configs import parse_assignments, replace_config
+from ..errors import GenzooError
+from ..loading import resolve
+from ..weights import file_hashes, load_model_dir, read_config, save_pretrained
 
 
 @click.command("export")
@@ -20,10 +28,8 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
     DEST gets only config.json and model.safetensors (no checkpoints or logs), ready to bundle in
     a package or push; the sha256 of both files is printed for a registry entry.
     """
-    from ..checkpoints import model_from_checkpoint
-    from ..configs import parse_assignments
-    from ..weights import file_hashes, load_model_dir, read_config, resolve, save_pretrained
-
+    if Path(dest).exists() and not Path(dest).is_dir():
+        raise GenzooError(f"DEST {dest} is a file; a model is exported to a directory: choose another path")
     if step is not None:
         model, provenance = model_from_checkpoint(source, step)
     else:
@@ -47,9 +53,6 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
 
 def with_config(model, overrides: dict[str, str]):
     """The same tensors under a config with ``overrides``; refused if the overrides change any tensor."""
-    from ..configs import replace_config
-    from ..errors import GenzooError
-
     config = replace_config(model.config, overrides, where=f"{model.name} config")
     rebuilt = type(model)(config)
     old, new = model.state_dict(), rebuilt.state_dict()

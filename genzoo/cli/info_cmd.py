@@ -3,6 +3,9 @@ from pathlib import Path
 
 import click
 
+from ..loading import model_document
+from ..plugins import find_model, get_host
+
 
 @click.command("info")
 @click.argument("name")
@@ -10,36 +13,27 @@ import click
 def command(name: str, as_json: bool) -> None:
     """Show a model or method: summary, config, weights, metrics and how it was trained.
 
-    NAME is a model name, an alias, a method name or a model directory.
+    NAME is a model name, an alias, a method name, a model directory or hf://ORG/NAME[@REVISION]
+    (which fetches config.json alone).
     """
-    from ..plugins import get_host
-    from ..registry import find_model
-    from ..weights import read_config
-
     host = get_host()
-    info: dict = {}
-    if Path(name).is_dir():
-        document = read_config(Path(name))
-        info = {"name": name, "method": document["method"], "weights": str(Path(name).resolve()),
-                "config": document["config"], "provenance": document.get("provenance", {})}
+    if name.startswith("hf://") or Path(name).is_dir():
+        document, where = model_document(name)
+        info = {"name": name, "method": document["method"], "weights": where, "config": document["config"],
+                "provenance": document.get("provenance", {})}
     else:
         entry = find_model(name)
         info = entry.as_dict()
         bundled = entry.bundled_dir()
-        info["weights"] = {
-            "bundled": str(bundled) if bundled else None,
-            "hub": f"hf://{entry.hub['repo_id']}" + (f"@{entry.hub['revision']}" if entry.hub.get("revision") else "")
-            if entry.hub else None,
-        }
+        info["weights"] = {"bundled": str(bundled) if bundled else None, "hub": entry.hub_ref()}
         if bundled and (bundled / "config.json").is_file():
-            info["config"] = read_config(bundled)["config"]
-    canonical = host.method_aliases.get(info["method"], info["method"])
-    if canonical in host.methods:
-        cls = host.methods[canonical].cls
-        info["method_summary"] = cls.summary
-        info["capabilities"] = sorted(cls.capabilities)
-        info["paper"] = cls.paper
-        info["plugin"] = host.methods[canonical].plugin
+            info["config"] = json.loads((bundled / "config.json").read_text(encoding="utf-8"))["config"]
+    if host.has_method(info["method"]):
+        record = host.method_record(info["method"])
+        info["method_summary"] = record.cls.summary
+        info["capabilities"] = sorted(record.cls.capabilities)
+        info["paper"] = record.cls.paper
+        info["plugin"] = record.plugin
     else:
         info["method_summary"] = f"method {info['method']!r} is not installed"
     if as_json:

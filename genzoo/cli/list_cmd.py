@@ -2,17 +2,16 @@ import json
 
 import click
 
+from ..plugins import get_host
+
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as JSON.")
 @click.option("--markdown", is_flag=True, help="Print the model table of docs/models.md.")
 def command(as_json: bool, markdown: bool) -> None:
     """List the pretrained models in the catalogue."""
-    from .. import list_models
-    from ..plugins import get_host
-
     host = get_host()
-    entries = list_models()
+    entries = [entry for _, entry in sorted(host.all_models().items())]
     if as_json:
         click.echo(json.dumps([e.as_dict() for e in entries], indent=2, default=str))
         return
@@ -25,7 +24,7 @@ def command(as_json: bool, markdown: bool) -> None:
     rows = [("NAME", "METHOD", "DATASET", "WEIGHTS", "SUMMARY")]
     for e in entries:
         where = "bundled" if e.bundled_dir() else ("hub" if e.hub else "missing")
-        method = e.method if host.method_aliases.get(e.method, e.method) in host.methods else f"{e.method} (not installed)"
+        method = e.method if host.has_method(e.method) else f"{e.method} (not installed)"
         rows.append((e.name, method, e.dataset, where, e.summary))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:

@@ -2,13 +2,13 @@ import json
 
 import click
 
+from ..plugins import ALLOW_ENV, allowed_plugins, get_host
+
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def command(as_json: bool) -> None:
     """List loaded plugins with their version, hooks, what they registered and any error."""
-    from ..plugins import ALLOW_ENV, allowed_plugins, get_host
-
     host = get_host()
     infos = [host.plugins[name] for name in sorted(host.plugins)]
     if as_json:
@@ -24,8 +24,8 @@ def command(as_json: bool) -> None:
         click.echo(f"{i.name} [{status}] {i.distribution or '-'} {i.version or ''}".rstrip())
         click.echo(f"  module: {i.module}")
         click.echo(f"  hooks: {', '.join(i.hooks) or '-'}")
-        for label, items in (("methods", i.methods), ("models", i.models),
-                             ("feature extractors", i.feature_extractors), ("commands", i.commands)):
+        for label, items in (("methods", i.methods), ("models", i.models), ("feature extractors", i.feature_extractors),
+                             ("datasets", i.datasets), ("metrics", i.metrics), ("commands", i.commands)):
             if items:
                 click.echo(f"  {label}: {', '.join(items)}")
         if i.error:

@@ -1,5 +1,7 @@
 import click
 
+from ..loading import pull
+
 
 @click.command("pull")
 @click.argument("ref", metavar="ORG/NAME[@REVISION]")
@@ -10,7 +12,5 @@ def command(ref: str) -> None:
     whose weights live on the Hub. Afterwards the model loads without network, for example with
     HF_HUB_OFFLINE=1. The cache is huggingface_hub's (HF_HOME, HF_HUB_CACHE).
     """
-    from ..hub import pull
-
     directory, label = pull(ref)
     click.echo(f"pulled {label} (commit {directory.name}) into {directory}")

@@ -1,5 +1,8 @@
 import click
 
+from ..hub import check_repo_id, hub_ref
+from ..pushing import push_to_hub
+
 
 @click.command("push")
 @click.argument("model")
@@ -17,8 +20,6 @@ def command(model: str, repo_id: str, revision: str | None, private: bool, messa
     The commit holds config.json, model.safetensors, a generated model card (README.md) and
     samples.png, a grid of 64 samples with seed 0. Prints the commit id.
     """
-    from ..hub import check_repo_id, hub_ref, push_to_hub
-
     repo_id = check_repo_id(repo_id)
     commit = push_to_hub(model, repo_id, revision=revision, private=private, message=message, token=token)
     click.echo(f"pushed {model} to {hub_ref(repo_id, revision)} in commit {commit}")

@@ -7,12 +7,14 @@ Inception weights cannot be downloaded offline, so FID/KID/precision/recall are 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import genzoo
+from genzoo.configs import NonNegative, Positive, UnitOpen
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
@@ -21,13 +23,13 @@ MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 class FeatureClassifierConfig:
     channels: int = 1
     image_size: int = 28
-    num_classes: int = 10
-    width: int = 32
-    feature_dim: int = 128
-    dropout: float = 0.3
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    max_shift: int = 2  # training augmentation: random translation by up to this many pixels
+    num_classes: Annotated[int, Positive] = 10
+    width: Annotated[int, Positive] = 32
+    feature_dim: Annotated[int, Positive] = 128
+    dropout: Annotated[float, UnitOpen] = 0.3
+    lr: Annotated[float, Positive] = 1e-3
+    weight_decay: Annotated[float, NonNegative] = 1e-4
+    max_shift: Annotated[int, NonNegative] = 2  # training augmentation: random translation by up to this many pixels
     mean: float = MNIST_MEAN
     std: float = MNIST_STD
 

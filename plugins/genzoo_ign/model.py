@@ -6,11 +6,12 @@ sample = f(z); refine = f applied K more times (projects corrupted images onto t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 
 import genzoo
+from genzoo.configs import NonNegative, Positive, UnitOpen
 
 from . import batchnorm
 from .losses import ign_losses
@@ -27,27 +28,29 @@ PAPER = """@inproceedings{shocher2024idempotent,
 
 @dataclass
 class IGNConfig:
-    channels: int = 1
+    channels: Annotated[int, Positive] = 1
     image_size: int = 28  # 28, 32 or 64
-    width: int = 64  # channels of the first stage; later stages scale with it
-    bottleneck: int = 100
+    width: Annotated[int, Positive] = 64  # channels of the first stage; later stages scale with it (a multiple of 4)
+    bottleneck: Annotated[int, Positive] = 100
     norm: Literal["batch", "group", "none"] = "batch"  # batch: per-source calibrated statistics (docs/methods/ign.md)
     noise: Literal["gaussian", "fourier"] = "gaussian"
     distance: Literal["l1", "mse"] = "l1"
-    lambda_rec: float = 20.0
-    lambda_idem: float = 20.0
-    lambda_tight: float = 2.5
-    tight_clamp: float = 1.5  # a in tanh(L_t / (a s)) a s; 0 disables the clamp
+    lambda_rec: Annotated[float, NonNegative] = 20.0
+    lambda_idem: Annotated[float, NonNegative] = 20.0
+    lambda_tight: Annotated[float, NonNegative] = 2.5
+    tight_clamp: Annotated[float, NonNegative] = 1.5  # a in tanh(L_t / (a s)) a s; 0 disables the clamp
     clamp_scale: Literal["noise", "rec"] = "noise"  # s = D(f(z), z), or D(f(x), x) of the paired real image
-    lr: float = 1e-4
-    beta1: float = 0.5
-    beta2: float = 0.999
-    ema_decay: float = 0.999
-    grad_clip: float | None = None
+    lr: Annotated[float, Positive] = 1e-4
+    beta1: Annotated[float, UnitOpen] = 0.5
+    beta2: Annotated[float, UnitOpen] = 0.999
+    ema_decay: Annotated[float, UnitOpen] = 0.999
+    grad_clip: Annotated[float, Positive] | None = None
 
     def __post_init__(self) -> None:
         if self.image_size not in STAGES:
             raise ValueError(f"image_size must be one of {sorted(STAGES)}, got {self.image_size}")
+        if self.norm == "group" and self.width % 16:
+            raise ValueError(f"norm=group needs a width divisible by 16, got {self.width}")
 
 
 class IGN(genzoo.Method):

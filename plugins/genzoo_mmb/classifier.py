@@ -106,6 +106,7 @@ class MMBClassifier(genzoo.Method):
     summary = "ReLU classifier trained by full-batch GD into the max-margin regime; what the MMB generator learns from"
     Config = ClassifierConfig
     capabilities = frozenset({"fit"})
+    default_model = "mmb-mnist-classifier"
     paper = PAPER
 
     def __init__(self, config: Any = None):

@@ -63,7 +63,7 @@ def kkt_command(classifier: str, dataset: str, data_root: str | None, stationari
     images (the ones whose indices the classifier saved), one per (image, competing class), and
     prints the relative residual.
     """
-    from genzoo.data import load_dataset
+    from genzoo.datasets import load_dataset
 
     from .kkt import KKTTarget, fit_multipliers
 

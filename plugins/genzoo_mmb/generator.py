@@ -9,9 +9,8 @@ The classifiers are read at fit time only: sampling needs nothing but G.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +20,7 @@ import genzoo
 from genzoo import GenzooError, Noise
 
 from .classifier import PAPER
-from .kkt import KKTTarget, Stationarity, box_penalty, duality_loss, relu_multipliers, same_label_spread
+from .kkt import KKTTarget, Stationarity, duality_loss, relu_multipliers
 
 
 @dataclass
@@ -34,30 +33,19 @@ class GeneratorConfig:
     train_size: int = 0  # N, the classifiers' training-set size; 0: what each classifier recorded
     latent: int = 64
     width: int = 512  # hidden units of G and h
-    generator_norm: Literal["none", "batch"] = "none"  # batch: BatchNorm1d after each hidden layer of G
-    output: Literal["sigmoid", "mean"] = "sigmoid"  # sigmoid(G); mean: the classifier's mean image + G, kept in [0, 1] by a penalty
-    output_std: float = 0.01  # output=mean: G's last layer starts this small, so samples start near the mean image
-    box_weight: float = 1.0  # output=mean: weight of the penalty sum relu(-x)^2 + relu(x - 1)^2 per image
     stationarity: Stationarity = "max-block"
     dual_weight: float = 10.0
-    multiplier_scale: Literal["profiled", "fixed"] = "profiled"  # fixed: s = 1 (docs/methods/mmb.md, Losses)
     relu_slope: float = 150.0  # sigmoid slope of the ReLU derivative in the double backward; 0: exact ReLU
     lambda_inputs: int = 64  # random inputs for estimating Lambda
-    diversity: float = 0.0  # > 0: adds -diversity * mean log squared distance between same-label samples (not in the paper)
-    diversity_space: Literal["pixels", "first-layer"] = "first-layer"  # where that distance is measured
     lr: float = 1e-3
     ema_decay: float = 0.0
     grad_clip: float = 0.0
 
-    def __post_init__(self) -> None:
-        if self.output == "mean" and self.generator_norm != "batch":
-            raise ValueError("output=mean needs generator_norm=batch: without batch norm G's hidden units died "
-                             "within 300 steps on MNIST (docs/methods/mmb.md); add --set generator_norm=batch")
-
 
 def resolve_shapes(config: Any, refs: tuple[str, ...], where: str, field: str) -> Any:
     """Fill channels, image_size, num_classes (and num_classifiers) from the classifiers' config.json."""
-    from genzoo.weights import read_config, resolve
+    from genzoo.loading import resolve
+    from genzoo.weights import read_config
 
     if not refs:
         raise GenzooError(f"{where} needs a classifier: pass --set {field}=DIR (a model from genzoo fit mmb-classifier)")
@@ -90,13 +78,11 @@ def load_targets(refs: tuple[str, ...], config: Any, device: torch.device) -> li
     ]
 
 
-def mlp(dims: list[int], last_bias: bool = True, batch_norm: bool = False) -> nn.Sequential:
+def mlp(dims: list[int], last_bias: bool = True) -> nn.Sequential:
     layers: list[nn.Module] = []
     for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
         layers.append(nn.Linear(a, b, bias=last_bias or i < len(dims) - 2))
         if i < len(dims) - 2:
-            if batch_norm:
-                layers.append(nn.BatchNorm1d(b))
             layers.append(nn.ReLU())
     return nn.Sequential(*layers)
 
@@ -106,6 +92,7 @@ class MMBGenerator(genzoo.Method):
     summary = "class-conditional generator trained from a classifier alone, through the KKT conditions of its max margin"
     Config = GeneratorConfig
     capabilities = frozenset({"fit", "sample"})
+    default_model = "mmb-mnist"
     paper = PAPER
     needs_data = False
     sample_options = {"classifier": int}
@@ -117,14 +104,7 @@ class MMBGenerator(genzoo.Method):
             self.config = c = resolve_shapes(c, c.classifiers, "mmb", "classifiers")
         dim = c.channels * c.image_size**2
         conditions = c.num_classes + c.num_classifiers
-        self.generator = mlp([c.latent + conditions, c.width, c.width, dim], batch_norm=c.generator_norm == "batch")  # G(eps, y, k)
-        if c.output == "mean":
-            last = self.generator[-1]
-            with torch.no_grad():
-                last.weight.mul_(c.output_std / last.weight.std().clamp_min(1e-12) / math.sqrt(c.width))
-                last.bias.zero_()
-            # each classifier's centring image, copied in setup_fit so that sampling needs no classifier
-            self.register_buffer("centres", torch.zeros(c.num_classifiers, c.channels, c.image_size, c.image_size))
+        self.generator = mlp([c.latent + conditions, c.width, c.width, dim])  # G(eps, y, k)
         # h(x, y, k): no output bias, since relu_multipliers centres its output on the batch
         self.multiplier = mlp([dim + conditions, c.width, c.width // 2, 1], last_bias=False)
         self.targets: list[KKTTarget] = []
@@ -135,9 +115,8 @@ class MMBGenerator(genzoo.Method):
         return torch.cat([F.one_hot(labels, c.num_classes), F.one_hot(index, c.num_classifiers)], 1).float()
 
     def generate(self, eps: torch.Tensor, labels: torch.Tensor, k: int = 0) -> torch.Tensor:
-        """G(eps, y, k): images in [0, 1] (output=mean: before clipping, which sampling does)."""
-        out = self.generator(torch.cat([eps, self.conditions(labels, k)], 1)).view(-1, *self.image_shape)
-        return torch.sigmoid(out) if self.config.output == "sigmoid" else self.centres[k] + out
+        """G(eps, y, k): images in [0, 1]."""
+        return torch.sigmoid(self.generator(torch.cat([eps, self.conditions(labels, k)], 1))).view(-1, *self.image_shape)
 
     def multipliers(self, x: torch.Tensor, labels: torch.Tensor, k: int = 0) -> torch.Tensor:
         """Relative multipliers lambda / unit >= 0 of a batch: ReLU of h(x, y, k) centred on the batch."""
@@ -153,10 +132,6 @@ class MMBGenerator(genzoo.Method):
 
     def setup_fit(self, data: Any) -> None:
         self.targets = load_targets(self.config.classifiers, self.config, self.device)
-        if self.config.output == "mean":
-            with torch.no_grad():
-                for k, target in enumerate(self.targets):
-                    self.centres[k].copy_(target.classifier.mean.to(self.centres))
 
     def training_step(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         if not self.targets:
@@ -171,20 +146,13 @@ class MMBGenerator(genzoo.Method):
             labels = (torch.arange(size) + torch.randint(c.num_classes, ())).remainder(c.num_classes).to(self.device)
             x = self.generate(torch.randn(size, c.latent, device=self.device), labels, k)
             lam_rel = self.multipliers(x, labels, k)
-            stationarity, q, scale = target.stationarity(x, labels, target.unit * lam_rel, c.relu_slope,
-                                                        profile=c.multiplier_scale == "profiled")
+            stationarity, q, scale = target.stationarity(x, labels, target.unit * lam_rel, c.relu_slope)
             dual = duality_loss(q, lam_rel)
             total = total + stationarity + c.dual_weight * dual
             suffix = f"_{k}" if len(self.targets) > 1 else ""
             logs.update({f"stationarity{suffix}": stationarity.detach(), f"dual{suffix}": dual.detach(),
                          f"margin{suffix}": q.detach().mean(), f"feasible{suffix}": (q.detach() >= 1).float().mean(),
                          f"lambda{suffix}": (scale * lam_rel).detach().mean()})
-            if c.diversity > 0:
-                spread = same_label_spread(x.flatten(1) if c.diversity_space == "pixels" else target.first_layer(x), labels)
-                total = total - c.diversity * spread
-                logs[f"spread{suffix}"] = spread.detach()
-            if c.output == "mean":
-                total = total + c.box_weight * box_penalty(x)
         return {"loss": total, **logs}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

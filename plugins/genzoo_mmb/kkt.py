@@ -78,25 +78,20 @@ class KKTTarget:
         net = self.classifier.net
         return functional_call(net, params or self.params, (x - self.classifier.mean,), {"slope": slope})
 
-    def first_layer(self, x: torch.Tensor) -> torch.Tensor:
-        """The first layer's pre-activations under theta~, flattened: what the classifier sees of x."""
-        return functional_call(self.classifier.net, self.params, (x - self.classifier.mean,), {"first_only": True})
-
     def margins(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """q(theta~; x, y): 1 on the training set's margin points, > 1 on the others."""
         return margins(self.logits(x), labels)
 
-    def stationarity(self, x: torch.Tensor, labels: torch.Tensor, lam: torch.Tensor, slope: float = 0.0,
-                     profile: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def stationarity(self, x: torch.Tensor, labels: torch.Tensor, lam: torch.Tensor,
+                     slope: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(relative stationarity residual, margins q(theta~; x, y), multiplier scale s), differentiable in x and lam.
 
         With v = (N / B) sum_b lam_b grad q_b, the residual is taken after the best global scale s >= 0
         of the multipliers: min_s sum_k ||c_k theta~_k - s v_k||^2 / sum_k ||c_k theta~_k||^2. At a KKT
         point s = 1 (Euler: <theta~, grad q> = q / Lambda_max on the margin), so nothing changes there;
         away from it, the loss cannot be lowered by shrinking every multiplier together, which would
-        drive a ReLU multiplier net to 0 everywhere, where it never recovers.
-        With ``profile=False``, s = 1: the multipliers keep the scale Euler's identity gives them
-        (``multiplier_scale=fixed``; it fitted worse on MNIST, docs/methods/mmb.md).
+        drive a ReLU multiplier net to 0 everywhere, where it never recovers. (A fixed s = 1 fitted
+        worse on MNIST: docs/methods/mmb.md.)
         """
         leaves = {n: p.detach().requires_grad_() for n, p in self.params.items()}
         q = margins(self.logits(x, leaves, slope), labels)
@@ -106,7 +101,7 @@ class KKTTarget:
         v = [scale * gk for gk in g]
         dot = sum((self.goal[n] * vk).sum() for n, vk in zip(self.names, v))
         vv = sum(vk.pow(2).sum() for vk in v)
-        s = (dot / vv.clamp_min(1e-30)).clamp_min(0) if profile else torch.ones((), device=dot.device)
+        s = (dot / vv.clamp_min(1e-30)).clamp_min(0)
         residual = sum((self.goal[n] - s * vk).pow(2).sum() for n, vk in zip(self.names, v))
         return residual / self.goal_sq, q, s
 
@@ -140,11 +135,6 @@ def box_penalty(x: torch.Tensor) -> torch.Tensor:
     """sum_pixels relu(-x)^2 + relu(x - 1)^2 per image, mean over the batch: keeps free pixels in [0, 1]."""
     return (torch.relu(-x).pow(2) + torch.relu(x - 1).pow(2)).flatten(1).sum(1).mean()
 
-
-def same_label_spread(features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean log squared distance between the features of same-label pairs (a repulsion when maximised)."""
-    same = (labels[:, None] == labels[None]) & ~torch.eye(len(labels), dtype=torch.bool, device=labels.device)
-    return torch.cdist(features, features).pow(2)[same].add(1e-6).log().mean()
 
 
 # -- checking the theory on the true training set --------------------------------------------------

@@ -1,7 +1,6 @@
 """The classifier networks the max-margin theory covers: ReLU MLPs and small ReLU CNNs.
 
-Every network takes a ``first_only`` keyword (return the first layer's pre-activations, flattened)
-and a ``slope`` keyword: 0 gives the exact ReLU; a positive value keeps the
+Every network takes a ``slope`` keyword: 0 gives the exact ReLU; a positive value keeps the
 forward value exact but replaces the ReLU derivative by sigmoid(slope * z) in the backward
 (Haim et al. 2022), so that a double backward sees how the activation pattern moves with x.
 """
@@ -29,12 +28,10 @@ class MLP(nn.Module):
         dims = [in_dim] + [width] * (depth - 1) + [classes]
         self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(dims[:-1], dims[1:]))
 
-    def forward(self, x: torch.Tensor, slope: float = 0.0, first_only: bool = False) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, slope: float = 0.0) -> torch.Tensor:
         h = x.flatten(1)
         for i, layer in enumerate(self.layers):
             h = layer(h)
-            if first_only:
-                return h
             if i < len(self.layers) - 1:
                 h = relu(h, slope)
         return h
@@ -53,9 +50,7 @@ class CNN(nn.Module):
         self.convs = nn.ModuleList(convs)
         self.head = nn.Linear(c_in * size * size, classes, bias=bias)
 
-    def forward(self, x: torch.Tensor, slope: float = 0.0, first_only: bool = False) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, slope: float = 0.0) -> torch.Tensor:
         for conv in self.convs:
-            if first_only:
-                return conv(x).flatten(1)
             x = relu(conv(x), slope)
         return self.head(x.flatten(1))

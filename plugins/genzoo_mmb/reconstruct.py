@@ -2,9 +2,8 @@
 
 Instead of a generator, ``count`` images x_m and their multipliers lambda_m >= 0 are optimised
 directly against the same KKT losses as ``mmb`` (kkt.py), with every image in every step. Image m
-carries label m mod C. ``init="mean"`` (the default) is Haim et al.'s start: x_m = mean + u_m with
-small u_m, the pixels free and kept in [0, 1] by a penalty (their "prior" loss), clipped when
-sampled. ``init="grey"`` is the first version: x_m = sigmoid(pixels_m), starting near 0.5.
+carries label m mod C. It starts as Haim et al. do: x_m = mean + u_m with small u_m, the pixels free
+and kept in [0, 1] by a penalty (their "prior" loss), clipped when sampled.
 
 Sampling returns the reconstructions themselves: image i of a call with default labels is
 reconstruction i mod count (so for n > count they repeat); with explicit labels, image i is the
@@ -15,7 +14,7 @@ has no effect: there is nothing random to draw.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
@@ -40,9 +39,8 @@ class ReconstructConfig:
     dual_weight: float = 10.0
     relu_slope: float = 150.0
     lambda_inputs: int = 64
-    init: Literal["mean", "grey"] = "mean"  # mean: x = mean image + u, u ~ N(0, init_std^2); grey: sigmoid(N(0, init_std^2))
-    init_std: float = 0.01
-    box_weight: float = 1.0  # init=mean: weight of the penalty sum relu(-x)^2 + relu(x - 1)^2 per image
+    init_std: float = 0.01  # x = mean image + u, u ~ N(0, init_std^2)
+    box_weight: float = 1.0  # weight of the penalty sum relu(-x)^2 + relu(x - 1)^2 per image
     lr: float = 0.01
 
     def __post_init__(self) -> None:
@@ -63,17 +61,16 @@ class MMBReconstruct(genzoo.Method):
         c = self.config
         if not (c.channels and c.image_size and c.num_classes):
             self.config = c = resolve_shapes(c, (c.classifier,) if c.classifier else (), "mmb-reconstruct", "classifier")
-        # init=grey: x_m = sigmoid(pixels_m); init=mean: x_m = centre + pixels_m
-        self.pixels = nn.Parameter(c.init_std * torch.randn(c.count, *self.image_shape))
-        if c.init == "mean":  # the classifier's centring image, copied in setup_fit so sampling needs no classifier
-            self.register_buffer("centre", torch.zeros(self.image_shape))
+        self.pixels = nn.Parameter(c.init_std * torch.randn(c.count, *self.image_shape))  # x_m = centre + pixels_m
+        # the classifier's centring image, copied in setup_fit so sampling needs no classifier
+        self.register_buffer("centre", torch.zeros(self.image_shape))
         self.raw_multipliers = nn.Parameter(torch.zeros(c.count))  # lambda_m = unit * c * relu(1 + raw_m - mean raw)
         self.register_buffer("labels", torch.arange(c.count) % c.num_classes)
         self.targets: list[KKTTarget] = []
 
     def raw_images(self) -> torch.Tensor:
-        """The images the losses see (init=mean: not yet clipped to [0, 1])."""
-        return torch.sigmoid(self.pixels) if self.config.init == "grey" else self.centre + self.pixels
+        """The images the losses see (not yet clipped to [0, 1])."""
+        return self.centre + self.pixels
 
     def images(self) -> torch.Tensor:
         return self.raw_images().clamp(0, 1)
@@ -92,9 +89,8 @@ class MMBReconstruct(genzoo.Method):
 
     def setup_fit(self, data: Any) -> None:
         self.targets = load_targets((self.config.classifier,), self.config, self.device)
-        if self.config.init == "mean":
-            with torch.no_grad():
-                self.centre.copy_(self.targets[0].classifier.mean.to(self.centre))
+        with torch.no_grad():
+            self.centre.copy_(self.targets[0].classifier.mean.to(self.centre))
 
     def training_step(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         # Every image in every step: the loop's batch size is ignored.
@@ -110,10 +106,9 @@ class MMBReconstruct(genzoo.Method):
         loss = stationarity + self.config.dual_weight * dual
         logs = {"stationarity": stationarity.detach(), "dual": dual.detach(), "margin": q.detach().mean(),
                 "feasible": (q.detach() >= 1).float().mean(), "lambda": (scale * lam_rel).detach().mean()}
-        if self.config.init == "mean":  # sigmoid pixels (init=grey) cannot leave [0, 1]
-            box = box_penalty(x)
-            loss = loss + self.config.box_weight * box
-            logs["box"] = box.detach()
+        box = box_penalty(x)
+        loss = loss + self.config.box_weight * box
+        logs["box"] = box.detach()
         return {"loss": loss, **logs}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -8,12 +8,13 @@ moves any generator's samples a few normalised gradient steps up log p(y|x) + re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
 
 import genzoo
+from genzoo.configs import NonNegative, Positive, Probability
 
 from .attacks import pgd_ascent, project, random_start
 from .network import build_classifier
@@ -31,32 +32,34 @@ class RobustConfig:
     channels: int = 1
     image_size: int = 28
     num_classes: int = 10
-    width: int = 32
+    width: Annotated[int, Positive] = 32  # a multiple of 8 (GroupNorm with 8 groups)
     base: str = "ign-mnist"  # the generator whose samples are the fakes (any genzoo model that samples)
     realness: Literal["energy", "logit"] = "energy"  # sigmoid(logsumexp J(x)) or sigmoid(J_y(x))
     discriminator: bool = True  # False: the classifier-only ablation (BIGRoC)
     adversarial: bool = True  # False: plain training (the non-robust ablation)
-    eps_real: float = 1.0  # L2 radius of PGD on real images, in [0, 1] pixel units
-    steps_real: int = 3
-    eps_fake: float = 3.0  # L2 radius of PGD pushing fakes towards looking real
-    steps_fake: int = 3
-    real_target: float = 0.9  # BCE target for real images (the paper's target value)
-    fake_target: float = 0.0
-    lambda_bce: float = 1.0
+    eps_real: Annotated[float, NonNegative] = 1.0  # L2 radius of PGD on real images, in [0, 1] pixel units
+    steps_real: Annotated[int, NonNegative] = 3
+    eps_fake: Annotated[float, NonNegative] = 3.0  # L2 radius of PGD pushing fakes towards looking real
+    steps_fake: Annotated[int, NonNegative] = 3
+    real_target: Annotated[float, Probability] = 0.9  # BCE target for real images (the paper's target value)
+    fake_target: Annotated[float, Probability] = 0.0
+    lambda_bce: Annotated[float, NonNegative] = 1.0
     ce_on_fakes: bool = False
-    lr: float = 1e-3  # measured on MNIST: 95% adversarial accuracy by step 500 (robust-mnist)
+    lr: Annotated[float, Positive] = 1e-3  # measured on MNIST: 95% adversarial accuracy by step 500 (robust-mnist)
     grad_clip: float | None = 1.0
     ema_decay: float = 0.0
-    refine_steps: int = 30
-    refine_eps: float = 2.0  # L2 radius of refinement around the input, [0, 1] pixel units
-    refine_step_size: float = 0.1
-    refine_realness_weight: float = 1.0
-    langevin: float = 0.0  # std of the noise added at each refinement step (0: plain ascent)
-    stop_at: float = 0.0  # stop refining an image once its realness exceeds this (0: never)
+    refine_steps: Annotated[int, NonNegative] = 30
+    refine_eps: Annotated[float, NonNegative] = 2.0  # L2 radius of refinement around the input, [0, 1] pixel units
+    refine_step_size: Annotated[float, Positive] = 0.1
+    refine_realness_weight: Annotated[float, NonNegative] = 1.0
+    langevin: Annotated[float, NonNegative] = 0.0  # std of the noise added at each refinement step (0: plain ascent)
+    stop_at: Annotated[float, Probability] = 0.0  # stop refining an image once its realness exceeds this (0: never)
 
     def __post_init__(self) -> None:
         if self.image_size % 4:
             raise ValueError(f"image_size must be divisible by 4, got {self.image_size}")
+        if self.width % 8:
+            raise ValueError(f"width must be a multiple of 8 (GroupNorm with 8 groups), got {self.width}")
 
 
 class RobustRefiner(genzoo.Method):
@@ -210,8 +213,9 @@ class RobustRefiner(genzoo.Method):
         return current
 
     def sample_batch(self, noise, labels):
+        """The base generator's images start..stop of this seed, refined: sample(seed=s) = refine(base.sample(seed=s))."""
         base = self.base
-        base_labels = labels if base.num_classes else None
-        images = base.sample_batch(noise.child("base"), base_labels)
-        with torch.enable_grad():
-            return self.refine_batch(images.clamp(0, 1), labels if base.num_classes else None, noise.child("refine"), None)
+        base_labels = labels.cpu() if base.num_classes else None
+        images = base.sample(len(noise), seed=noise.seed, start=noise.start, labels=base_labels, batch_size=len(noise),
+                             device=self.device).to(self.device)
+        return self.refine_batch(images, labels if base.num_classes else None, noise.child("refine"), None)

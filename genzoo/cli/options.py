@@ -1,0 +1,141 @@
+"""Click options built from the verbs' options dataclasses, and the parsing several verbs share."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable, Union
+
+import click
+import torch
+
+from ..configs import coerce_value, parse_assignments
+from ..errors import GenzooError
+from ..hardware import DEVICE_CHOICES, resolve_device
+from ..precision import PRECISIONS
+
+
+def options_from(options_cls: type, *, exclude: tuple[str, ...] = ()) -> Callable:
+    """Decorate a click command with one option per field of ``options_cls`` (see ``genzoo.configs.option``).
+
+    The option's default, type and help come from the field, so the CLI and the Python API cannot
+    disagree; fields declared ``cli=False`` (and ``exclude``) are left out.
+    """
+    hints = typing.get_type_hints(options_cls)
+    decorators = []
+    for f in dataclasses.fields(options_cls):
+        meta = f.metadata
+        if not meta.get("cli", True) or f.name in exclude:
+            continue
+        flags = meta.get("flags") or (f"--{f.name.replace('_', '-')}",)
+        base = _base_type(hints[f.name])
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        kwargs: dict[str, Any] = {"help": meta.get("help", ""), "show_default": not required and f.default not in (None, "")}
+        if required:
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = f.default
+        if base is bool and "/" not in flags[0]:
+            kwargs["is_flag"] = True
+            kwargs["show_default"] = False
+        elif base is not bool:
+            kwargs["type"] = base
+        if meta.get("metavar"):
+            kwargs["metavar"] = meta["metavar"]
+        decorators.append(click.option(*flags, f.name, **kwargs))
+
+    def apply(command: Callable) -> Callable:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+def _base_type(hint: Any) -> type:
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    return hint if hint in (int, float, str, bool) else str
+
+
+def device_option(f):
+    return click.option(
+        "--device", default="auto", show_default=True, metavar="DEVICE",
+        help=f"Where to run: {DEVICE_CHOICES} (auto: cuda, then mps, then cpu).",
+    )(f)
+
+
+def precision_option(default: str = "fp32"):
+    def apply(f):
+        return click.option(
+            "--precision", default=default, show_default=True, type=click.Choice(PRECISIONS),
+            help="Numeric precision: fp32 (the same images on every machine, up to float rounding), bf16, fp16 "
+                 "(GPUs), or auto (bf16 where native and measured faster on this machine).",
+        )(f)
+    return apply
+
+
+def device_from(name: str) -> torch.device:
+    return resolve_device(name)
+
+
+def parse_labels(text: str | None) -> torch.Tensor | None:
+    """``--labels``: a comma list (``0,1,2``) or a file of integers (text, or .npy)."""
+    if text is None:
+        return None
+    path = Path(text)
+    try:
+        is_file = path.is_file()
+    except OSError:  # e.g. a comma list longer than a file name may be
+        is_file = False
+    if is_file:
+        if path.suffix == ".npy":
+            import numpy as np
+
+            try:
+                array = np.load(path, allow_pickle=False)
+            except ValueError:
+                raise GenzooError(f"--labels {path} is not a plain .npy array of integers; give one, or a comma list") from None
+            return torch.from_numpy(array.astype("int64")).flatten()
+        text = path.read_text().replace("\n", ",").replace(" ", ",")
+    try:
+        return torch.tensor([int(part) for part in text.split(",") if part.strip()], dtype=torch.long)
+    except ValueError:
+        raise GenzooError(f"--labels expects integers separated by commas or a file of them, got {text[:50]!r}") from None
+
+
+def parse_refine_options(pairs: tuple[str, ...], steps: int | None, refiner_ref: str | None,
+                         refiner: Any = None) -> dict[str, Any]:
+    """``--refine-opt key=value`` typed by what the refiner declares (loaded from ``refiner_ref`` if not given)."""
+    if (pairs or steps is not None) and not refiner_ref:
+        raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
+    if not pairs:
+        return {}
+    if refiner is None:
+        from ..loading import load
+
+        refiner = load(refiner_ref)
+    return parse_options(pairs, refiner.refine_options, f"{refiner.name} refine")
+
+
+def parse_options(pairs: tuple[str, ...], declared: dict[str, type], where: str) -> dict[str, Any]:
+    """``--opt key=value`` typed by what the method declares."""
+    raw = parse_assignments(pairs, "--opt")
+    unknown = sorted(set(raw) - set(declared))
+    if unknown:
+        known = ", ".join(sorted(declared)) or "none"
+        raise GenzooError(f"{where} has no option(s) {unknown}; its options: {known}")
+    return {key: coerce_value(value, declared[key], f"--opt {key}") for key, value in raw.items()}
+
+
+def output_options(f):
+    f = click.option("--float", "as_float", is_flag=True, help="With --format npz: store floats in [0, 1], not uint8.")(f)
+    f = click.option("--nrow", type=click.IntRange(min=1), default=None, help="Images per grid row (default: square).")(f)
+    f = click.option(
+        "--format", "fmt", default=None, type=click.Choice(["grid", "npz", "png-dir"]),
+        help="grid: one PNG or JPEG; npz: arrays x (uint8 NCHW) and y; png-dir: one PNG per image "
+             "(default: from -o's suffix, a grid for .png/.jpg, npz for .npz).",
+    )(f)
+    return f

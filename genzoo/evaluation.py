@@ -1,0 +1,213 @@
+"""The whole evaluation: generate (or read) images, extract features once, run the metrics named.
+
+Every setting and its default lives in :class:`EvalOptions`; ``genzoo eval`` builds its options
+from the same dataclass. Every argument is checked before any image is generated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from ._version import __version__
+from .configs import option
+from .data import ImageData, fixed_permutation
+from .datasets import load_dataset
+from .errors import ArgumentError, GenzooError
+from .features import extract, feature_space
+from .generate import generate
+from .loading import load
+from .method import Method
+from .plugins import get_host
+from .scores import MetricEntry, Scoring, TrainingSet, class_statistics
+
+DEFAULT_METRICS = "fid,kid,precision,recall,accuracy"
+REFERENCE_SEED = 0  # the fixed permutation that draws reference subsets
+
+
+@dataclass
+class EvalOptions:
+    """Settings of one evaluation (the options of ``genzoo eval``)."""
+
+    n: int = option(10000, flags=("-n", "--num"), help="Number of generated images to score.")
+    ref: str = option("mnist:test", help="Reference images: a dataset spec (drawn with a fixed permutation).")
+    metrics: str = option(DEFAULT_METRICS, help="Comma list of metrics (`genzoo datasets --metrics` lists them).")
+    features: str | None = option(None, help="Feature network (default: the one registered for --ref's dataset; "
+                                             "'inception' online).")
+    refine: str | None = option(None, metavar="MODEL", help="Refine the samples with another model first.")
+    refine_steps: int | None = option(None, help="Steps for --refine (default: the refiner's own).")
+    refine_options: dict[str, Any] = option(default_factory=dict, cli=False)
+    apply: int = option(1, help="Apply the model K times (sample, then refine K-1 times).")
+    labels: Any = option(None, cli=False)
+    seed: int = option(0, help="Image i of the samples depends only on (seed, i).")
+    data_root: str | None = option(None, help="Where datasets live (default: $GENZOO_DATA_ROOT or ./data).")
+    train: str | None = option(None, help="Training images for memorization (default: the training split of --ref).")
+    memorization_n: int = option(1000, help="Generated images (a fixed random subset) scored for memorization.")
+    memorization_candidates: int = option(64, help="Pixel-nearest training images scored by SSIM per sample (0: all).")
+    kid_subset_size: int = option(1000, help="Images per KID subset.")
+    kid_subsets: int = option(100, help="Number of KID subsets.")
+    k: int = option(3, help="Neighbour k of the precision/recall manifolds.")
+    n_ref: int | None = option(None, help="Reference images to use (default: as many as -n, at most the split).")
+    batch_size: int = option(256, help="Images per batch when generating and extracting features.")
+    device: Any = option(None, cli=False)
+    precision: str = option("fp32", cli=False)
+    progress: bool = option(True, cli=False)
+
+    def metric_entries(self) -> list[MetricEntry]:
+        names = [m.strip() for m in self.metrics.split(",") if m.strip()] if isinstance(self.metrics, str) \
+            else [str(m) for m in self.metrics]
+        names = ["memorization" if m == "memorisation" else m for m in names]
+        if not names:
+            raise ArgumentError("metrics", "{arg} names no metric; give a comma list such as fid,kid")
+        host = get_host()
+        unknown = sorted(set(names) - set(host.metrics))
+        if unknown:
+            raise ArgumentError("metrics", f"{{arg}}: unknown metric(s) {unknown}; choose from {', '.join(sorted(host.metrics))}")
+        return [host.metric(name) for name in dict.fromkeys(names)]
+
+    def check(self) -> None:
+        """Refuse bad settings that need no data to see."""
+        for name in ("n", "apply", "batch_size"):
+            value = getattr(self, name)
+            if value < (2 if name == "n" else 1):
+                raise ArgumentError(name, f"{{arg}} must be at least {2 if name == 'n' else 1}, got {value}")
+        if self.n_ref is not None and self.n_ref < 2:
+            raise ArgumentError("n_ref", f"{{arg}} must be at least 2, got {self.n_ref}")
+        if self.refine_steps is not None and self.refine_steps < 0:
+            raise ArgumentError("refine_steps", f"{{arg}} must be >= 0, got {self.refine_steps}")
+        if (self.refine_options or self.refine_steps is not None) and self.refine is None:
+            raise ArgumentError("refine", "refine options and steps need a refiner: pass {arg}=MODEL")
+        self.metric_entries()
+
+
+def evaluate(source: Any, **options: Any) -> dict[str, Any]:
+    """Score ``n`` images from ``source`` against the reference split ``ref``; returns a JSON-ready dict.
+
+    ``source`` is anything ``genzoo.load`` resolves (then ``refine``/``apply`` compose as in
+    ``genzoo sample``), ``npz:PATH``/``folder:PATH``, a Method, or a tensor of images in [0, 1].
+    Keyword arguments are the fields of :class:`EvalOptions`. Memorisation compares a fixed random
+    subset of ``memorization_n`` generated images with ``train`` (default: the training split of
+    ``ref``'s dataset).
+    """
+    known = {f.name for f in dataclasses.fields(EvalOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise GenzooError(f"evaluate() got unknown argument(s) {unknown}; it takes: {', '.join(sorted(known))}")
+    o = EvalOptions(**options)
+    o.check()
+    entries = o.metric_entries()
+    timings: dict[str, float] = {}
+    t0 = time.time()
+    dev = torch.device(o.device) if o.device is not None else torch.device("cpu")
+    dataset_name = o.ref.split(":", 1)[0]
+    space = feature_space(o.features, dataset=dataset_name, device=dev)
+    if any("classes" in e.needs for e in entries) and not space.can_classify():
+        needing = ", ".join(e.name for e in entries if "classes" in e.needs)
+        raise ArgumentError("metrics", f"feature network {space.name!r} cannot classify, so {needing} is unavailable; "
+                            f"drop it from {{arg}}")
+
+    reference = load_dataset(o.ref, o.data_root, default_split="test")
+    ref_count = min(len(reference), o.n_ref or o.n)
+    for entry in entries:
+        if entry.check is not None:
+            entry.check(o, ref_count)
+    train_data = _training_set(o, dataset_name) if any("train" in e.needs for e in entries) else None
+    model = _source_model(source, o)
+    refiner = load(o.refine, device=o.device) if isinstance(o.refine, str) else o.refine
+    _check_shapes(model, refiner, reference, train_data)
+
+    ref_index = fixed_permutation(len(reference), REFERENCE_SEED)[:ref_count]
+    ref_images = reference.floats(ref_index)
+    images, used_labels, source_name = _images(source, model, refiner, o)
+    if tuple(images.shape[1:]) != tuple(ref_images.shape[1:]):
+        raise GenzooError(f"the images of {source_name} have shape {tuple(images.shape[1:])} but the reference {o.ref} "
+                          f"has {tuple(ref_images.shape[1:])}; evaluate against a reference of the same size")
+    timings["generate"] = time.time() - t0
+
+    t1 = time.time()
+    real_f, _ = extract(space, ref_images, progress=o.progress, desc="reference features")
+    fake_f, fake_p = extract(space, images, progress=o.progress, desc="sample features")
+    timings["features"] = time.time() - t1
+
+    def load_train() -> TrainingSet:
+        features, _ = extract(space, train_data.floats(), progress=o.progress, desc="training-set features")
+        return TrainingSet(train_data.name, train_data.floats(), features)
+
+    scoring = Scoring(real_f, fake_f, fake_p, used_labels, images, o, load_train if train_data is not None else None)
+    results: dict[str, Any] = {}
+    t2 = time.time()
+    for entry in entries:
+        started = time.time()
+        results.update(entry.run(scoring))
+        timings[entry.name] = time.time() - started
+    timings["metrics"] = time.time() - t2
+    if fake_p is not None:
+        classes = class_statistics(fake_p, None)
+        results["classes"] = classes
+    return {
+        "genzoo_version": __version__,
+        "source": source_name,
+        "refine": o.refine if isinstance(o.refine, str) or o.refine is None else getattr(o.refine, "name", str(o.refine)),
+        "apply": o.apply,
+        "refine_steps": o.refine_steps,
+        "refine_options": dict(o.refine_options or {}),
+        "n": len(images),
+        "seed": o.seed,
+        "reference": {"spec": o.ref, "n": ref_count, "drawn_with": f"fixed permutation, seed {REFERENCE_SEED}"},
+        "features": {"name": space.name, "sha256": space.sha256, "num_features": space.num_features},
+        "labels": "given" if used_labels is not None else None,
+        "metrics": results,
+        "seconds": {k: round(v, 2) for k, v in timings.items()},
+    }
+
+
+def _training_set(o: EvalOptions, dataset_name: str) -> ImageData:
+    if o.train is not None and not isinstance(o.train, str):
+        return o.train
+    return load_dataset(o.train or f"{dataset_name}:train", o.data_root)
+
+
+def _source_model(source: Any, o: EvalOptions) -> Method | None:
+    """The generator to sample from (None for tensors and npz:/folder: files), loaded before any work."""
+    if isinstance(source, torch.Tensor) or (isinstance(source, str) and source.split(":", 1)[0] in ("npz", "folder")):
+        if o.refine is not None or o.apply != 1:
+            raise ArgumentError("refine", f"{{arg}} and apply work on a model's samples, not on the images of {source}")
+        return None
+    return source if isinstance(source, Method) else load(source, device=o.device)
+
+
+def _check_shapes(model: Method | None, refiner: Method | None, reference: ImageData, train: ImageData | None) -> None:
+    """A model's image shape against the reference's (and the memorisation set's), before sampling."""
+    if model is None:
+        return
+    model.require("sample")
+    if refiner is not None:
+        refiner.require("refine")
+    shape = model.image_shape
+    for name, data in (("ref", reference), ("train", train)):
+        if data is not None and tuple(data.image_shape) != tuple(shape):
+            raise ArgumentError(name, f"{model.name} makes images of shape {shape} but {{arg}} {data.name} holds "
+                                f"{tuple(data.image_shape)}; evaluate against data of the same size")
+
+
+def _images(source: Any, model: Method | None, refiner: Method | None,
+            o: EvalOptions) -> tuple[torch.Tensor, torch.Tensor | None, str]:
+    """Images to score: from a model, or from a tensor or npz:/folder: files."""
+    if isinstance(source, torch.Tensor):
+        if len(source) < o.n:
+            raise ArgumentError("n", f"the tensor holds {len(source)} images, fewer than {{arg}}={o.n}; lower {{arg}}")
+        return source[:o.n].float(), o.labels, "tensor"
+    if model is None:
+        data = load_dataset(source)
+        if len(data) < o.n:
+            raise ArgumentError("n", f"{source} holds {len(data)} images, fewer than {{arg}}={o.n}; lower {{arg}}")
+        index = torch.arange(o.n)
+        return data.floats(index), (data.labels[index] if data.labels is not None else o.labels), source
+    images, used = generate(model, o.n, seed=o.seed, labels=o.labels, apply=o.apply, refiner=refiner,
+                            refine_steps=o.refine_steps, refine_options=o.refine_options, batch_size=o.batch_size,
+                            device=o.device, precision=o.precision, progress=o.progress)
+    return images, used, str(source) if isinstance(source, str) else model.name

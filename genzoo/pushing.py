@@ -1,0 +1,98 @@
+"""Publishing a model on the Hub: one commit of config.json, model.safetensors, a model card and a sample grid."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .errors import GenzooError
+from .hub import MAIN, check_repo_id, commit_folder, is_commit, offline
+from .images import save_grid
+from .loading import resolve
+from .modelcard import gather_facts, render_card
+from .plugins import find_model, get_host
+from .weights import CONFIG_FILE, WEIGHTS_FILE, load_model_dir, save_pretrained
+
+CARD_FILE = "README.md"
+GRID_FILE = "samples.png"
+GRID_COUNT = 64
+
+
+def push_to_hub(
+    model: Any,
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    private: bool = False,
+    message: str | None = None,
+    token: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> str:
+    """Upload a model to the Hub in one commit and return the commit id.
+
+    ``model`` is a Method instance, a model directory or a registry model name. The commit holds
+    config.json, model.safetensors (the exact bytes of a directory), a generated model card and,
+    when the method can sample, ``samples.png`` (64 samples, seed 0). ``revision`` names a branch,
+    created from main if missing. ``private`` applies when the repo is created. ``token``
+    defaults to huggingface_hub's (HF_TOKEN or `hf auth login`). ``provenance`` is recorded in the
+    config.json of a Method instance (directories keep theirs).
+    """
+    repo_id = check_repo_id(repo_id)
+    branch = revision or MAIN
+    if is_commit(branch):
+        raise GenzooError(f"--revision {branch} looks like a commit id; pushes go to a branch: name one (e.g. dev)")
+    if offline():
+        raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
+    with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
+        folder = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
+        return commit_folder(folder, repo_id, branch=branch, private=private, token=token,
+                             message=message or f"Upload genzoo model ({_method_of(folder)})")
+
+
+def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provenance: dict[str, Any] | None) -> Path:
+    """Write the files of the commit into ``tmp/upload``: weights, config, card and sample grid."""
+    entry = None
+    if isinstance(model, torch.nn.Module):
+        source = save_pretrained(model, tmp / "model", provenance=provenance)
+        loaded = model
+    else:
+        source, hashes, _ = resolve(model)
+        entry = _entry_for(model)
+        loaded = load_model_dir(source, expected_hashes=hashes)
+    folder = tmp / "upload"
+    folder.mkdir()
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        shutil.copyfile(source / name, folder / name)
+    document = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    grid = None
+    if "sample" in type(loaded).capabilities:
+        save_grid(loaded.sample(GRID_COUNT, seed=0), folder / GRID_FILE)
+        grid = GRID_FILE
+    facts = gather_facts(document, type(loaded), entry, dataset_license=_dataset_license(document, entry))
+    card = render_card(facts, repo_id=repo_id, revision=revision, grid_file=grid, grid_count=GRID_COUNT)
+    (folder / CARD_FILE).write_text(card, encoding="utf-8")
+    return folder
+
+
+def _dataset_license(document: dict[str, Any], entry: Any) -> str:
+    """The licence of the training data, from the dataset table (the weights inherit it)."""
+    dataset = (entry.dataset if entry is not None else "") or str((document.get("provenance") or {}).get("dataset") or "")
+    known = get_host().datasets.get(dataset.partition(":")[0].lower())
+    return known.license if known is not None else ""
+
+
+def _entry_for(ref: Any) -> Any:
+    """The registry entry a push reference names (None for directories and hf:// refs)."""
+    text = str(ref)
+    if text.startswith("hf://") or Path(text).expanduser().is_dir():
+        return None
+    return find_model(text)
+
+
+def _method_of(folder: Path) -> str:
+    return str(json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8")).get("method", "model"))

@@ -1,0 +1,212 @@
+"""``genzoo new-plugin NAME [DIR]``: a ``genzoo-NAME`` project that installs and passes its own tests as written.
+
+The method it starts from learns each pixel's mean and spread and samples independent Gaussian
+pixels: a bad generative model, and a complete one (fit, sample, refine, a bundled-model hook
+ready to fill in, and tests that run genzoo's contract checks).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import GenzooError
+
+NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
+
+PYPROJECT = '''[build-system]
+requires = ["hatchling>=1.21"]
+build-backend = "hatchling.build"
+
+[project]
+name = "genzoo-{name}"
+version = "0.1.0"
+description = "{title}: a genzoo plugin"
+readme = "README.md"
+requires-python = ">=3.10"
+dependencies = ["genzoo"]
+
+[project.optional-dependencies]
+test = ["pytest>=7"]
+
+# The entry point in group "genzoo" is the whole contract: genzoo finds the plugin through it.
+[project.entry-points.genzoo]
+{name} = "{package}"
+
+[tool.hatch.build.targets.wheel]
+packages = ["{package}"]
+# Bundled weights under {package}/weights/ ship inside the wheel; keep them out of .gitignore
+# (hatchling leaves git-ignored files out).
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+'''
+
+INIT = '''"""genzoo plugin: {title}."""
+
+import genzoo
+
+from .model import {cls}, {cls}Config
+
+__all__ = ["{cls}", "{cls}Config"]
+
+
+@genzoo.hookimpl
+def register_methods(register):
+    register({cls})
+
+
+# Once you have trained and exported a model (README.md), register it so that
+# `genzoo sample {name}` loads it:
+#
+# @genzoo.hookimpl
+# def register_models(register):
+#     register("{name}-mnist", method="{name}", summary="...", dataset="mnist",
+#              bundled="{package}:weights/{name}-mnist",
+#              files={{"config.json": "SHA256", "model.safetensors": "SHA256"}},
+#              license="CC BY-SA 3.0 (weights trained on MNIST, LeCun and Cortes)",
+#              command="genzoo fit {name} --dataset mnist --steps 300 --out runs/{name}")
+'''
+
+MODEL = '''"""{title}: independent Gaussian pixels with the training data's per-pixel mean and spread."""
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import torch
+from torch import nn
+
+import genzoo
+from genzoo.configs import Positive
+
+
+@dataclass
+class {cls}Config:
+    """Every hyperparameter; config.json stores exactly this."""
+
+    channels: int = 1
+    image_size: int = 28
+    lr: Annotated[float, Positive] = 0.05
+
+
+class {cls}(genzoo.Method):
+    name = "{name}"
+    summary = "independent Gaussian pixels with the data's per-pixel mean and std"
+    Config = {cls}Config
+    capabilities = frozenset({{"fit", "sample", "refine"}})
+    sample_options = {{"temperature": float}}  # genzoo sample {name} --opt temperature=0.5
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        shape = self.image_shape  # (channels, image_size, image_size) from the Config
+        self.mean = nn.Parameter(torch.full(shape, 0.5))
+        self.log_std = nn.Parameter(torch.zeros(shape))
+
+    def sample_batch(self, noise, labels, temperature=1.0):
+        # All randomness comes from `noise`, so image i depends only on (seed, i).
+        eps = noise.randn(*self.image_shape, device=self.device)
+        return self.mean + temperature * self.log_std.exp() * eps  # the base class clamps to [0, 1]
+
+    def refine_batch(self, x, labels, noise, steps):
+        # Pull each pixel part of the way towards the mean, once per step (default one step).
+        for _ in range(1 if steps is None else steps):
+            x = 0.5 * (x + self.mean)
+        return x
+
+    def training_step(self, batch):
+        x = batch["x"]  # float NCHW in [0, 1]
+        z = (x - self.mean) / self.log_std.exp()
+        nll = (0.5 * z.square() + self.log_std).mean()  # Gaussian negative log-likelihood
+        return {{"loss": nll, "mean_std": self.log_std.exp().mean()}}  # every scalar is logged
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.config.lr)
+'''
+
+TESTS = '''"""{title}: genzoo's contract checks, and the command line the way a user calls it."""
+
+from click.testing import CliRunner
+
+import genzoo
+from genzoo.cli import cli
+from genzoo.testing import check_method, parametrize_with_checks
+
+from {package} import {cls}
+
+SMALL = {{"image_size": 8}}  # a tiny instance keeps the checks fast
+
+
+@parametrize_with_checks([({cls}, SMALL)])
+def test_contract(method_cls, config, check):
+    check(method_cls, config)
+
+
+def test_check_method_reports_every_rule_passed():
+    assert "check_per_image_seeding" in check_method({cls}, SMALL)
+
+
+def test_the_plugin_is_found_through_its_entry_point():
+    result = CliRunner().invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "{name}" in result.output
+
+
+def test_fit_then_sample_through_the_cli(tmp_path):
+    import numpy as np
+
+    np.savez(tmp_path / "data.npz", x=np.random.default_rng(0).integers(0, 256, (32, 8, 8), dtype=np.uint8))
+    runner = CliRunner()
+    fitted = runner.invoke(cli, ["fit", "{name}", "--dataset", f"npz:{{tmp_path / 'data.npz'}}", "--steps", "20",
+                                 "--batch-size", "8", "--set", "image_size=8", "--out", str(tmp_path / "run"),
+                                 "--no-progress", "--precision", "fp32"])
+    assert fitted.exit_code == 0, fitted.output
+    sampled = runner.invoke(cli, ["sample", str(tmp_path / "run"), "-n", "4", "-o", str(tmp_path / "grid.png")])
+    assert sampled.exit_code == 0, sampled.output
+    assert genzoo.load(str(tmp_path / "run")).sample(4, seed=0).shape == (4, 1, 8, 8)
+'''
+
+README = '''# genzoo-{name}
+
+{title}: a [genzoo](https://github.com/) plugin, made with `genzoo new-plugin {name}`.
+
+    pip install -e ".[test]"
+    pytest                                   # genzoo's contract checks and a CLI round trip
+    genzoo plugins                           # {name} [ok] ...
+    genzoo fit {name} --dataset mnist --data-root DATA --steps 300 --batch-size 256 --out runs/{name}
+    genzoo sample runs/{name} -o grid.png
+
+To bundle a trained model: `genzoo export runs/{name} {package}/weights/{name}-mnist --storage-dtype
+float16`, paste the printed sha256 into the `register_models` hook in `{package}/__init__.py`, and
+reinstall (a non-editable install copies files at install time). See genzoo's docs/plugins.md.
+'''
+
+
+def check_name(name: str) -> str:
+    """A plugin name usable as distribution ``genzoo-NAME``, package ``genzoo_NAME`` and method ``NAME``."""
+    if not NAME.fullmatch(name or ""):
+        raise GenzooError(f"plugin name {name!r} is not usable: use lower-case letters and digits, words joined by "
+                          f"'-' or '_', starting with a letter (e.g. 'vae' or 'flow-matching')")
+    if name.startswith("genzoo"):
+        raise GenzooError(f"plugin name {name!r} should not repeat 'genzoo': the distribution is named genzoo-NAME "
+                          f"already (try {name.removeprefix('genzoo').strip('-_') or 'mine'!r})")
+    return name
+
+
+def new_plugin(name: str, directory: str | Path | None = None) -> Path:
+    """Write the ``genzoo-NAME`` project into ``directory`` (default ``./genzoo-NAME``), which must not exist."""
+    name = check_name(name)
+    root = Path(directory) if directory is not None else Path(f"genzoo-{name}")
+    if root.exists():
+        raise GenzooError(f"{root} already exists; choose a new folder (genzoo new-plugin {name} DIR) or remove it")
+    package = "genzoo_" + name.replace("-", "_")
+    cls = "".join(part.capitalize() for part in re.split(r"[-_]", name))
+    fields = {"name": name, "package": package, "cls": cls, "title": f"{cls} (genzoo-{name})"}
+    files = {
+        "pyproject.toml": PYPROJECT, "README.md": README, f"{package}/__init__.py": INIT,
+        f"{package}/model.py": MODEL, f"tests/test_{package.removeprefix('genzoo_')}.py": TESTS,
+    }
+    for relative, template in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(template.format(**fields), encoding="utf-8")
+    return root

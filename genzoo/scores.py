@@ -1,0 +1,282 @@
+"""Scores for sets of features: FID, KID, precision/recall, class statistics, memorisation, and the metric table.
+
+Every function here works on features (or images) it is given; :mod:`genzoo.evaluate` extracts
+them once and runs the metrics named in ``--metrics``, each a row of the table (``BUILTIN_METRICS``,
+extended by plugins through ``register_metrics``). FID and KID are torchmetrics' code, handed the
+features through an identity ``feature=`` module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from .errors import ArgumentError, GenzooError
+
+METRIC_NEEDS = ("classes", "train")
+
+
+class _Precomputed(nn.Module):
+    """Identity 'feature network' for torchmetrics: the inputs already are features."""
+
+    def __init__(self, num_features: int):
+        super().__init__()
+        self.num_features = num_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+# -- the score functions -------------------------------------------------------------------------
+
+
+def fid(real: torch.Tensor, fake: torch.Tensor) -> float:
+    """Fréchet distance between two feature sets, computed by torchmetrics."""
+    from torchmetrics.image.fid import FrechetInceptionDistance
+
+    metric = FrechetInceptionDistance(feature=_Precomputed(real.shape[1]), normalize=False)
+    metric.update(real.double(), real=True)
+    metric.update(fake.double(), real=False)
+    return float(metric.compute())
+
+
+def kid(real: torch.Tensor, fake: torch.Tensor, *, subset_size: int = 1000, subsets: int = 100, seed: int = 0) -> tuple[float, float]:
+    """Kernel Inception Distance (mean, std over subsets), computed by torchmetrics."""
+    from torchmetrics.image.kid import KernelInceptionDistance
+
+    smallest = min(len(real), len(fake))
+    if smallest < subset_size:
+        raise GenzooError(
+            f"KID needs at least subset_size={subset_size} images in each set, got {smallest}; "
+            f"generate more (-n) or lower --kid-subset-size"
+        )
+    with warnings.catch_warnings():  # its note about keeping features in memory: we hand it features anyway
+        warnings.simplefilter("ignore", UserWarning)
+        metric = KernelInceptionDistance(feature=_Precomputed(real.shape[1]), subset_size=subset_size,
+                                         subsets=subsets, normalize=False)
+    metric.update(real, real=True)
+    metric.update(fake, real=False)
+    with _seeded(seed):
+        mean, std = metric.compute()
+    return float(mean), float(std)
+
+
+def _kth_neighbour_radii(x: torch.Tensor, k: int, chunk: int = 2048) -> torch.Tensor:
+    """Distance from each row of x to its k-th nearest other row."""
+    radii = []
+    for start in range(0, len(x), chunk):
+        d = torch.cdist(x[start:start + chunk], x)
+        radii.append(d.kthvalue(k + 1, dim=1).values)  # +1: the point itself is at distance 0
+    return torch.cat(radii)
+
+
+def _coverage(points: torch.Tensor, centres: torch.Tensor, radii: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
+    """For each point: does it lie inside some ball (centre_j, radius_j)?"""
+    inside = []
+    for start in range(0, len(points), chunk):
+        d = torch.cdist(points[start:start + chunk], centres)
+        inside.append((d <= radii[None]).any(dim=1))
+    return torch.cat(inside)
+
+
+def precision_recall(real: torch.Tensor, fake: torch.Tensor, k: int = 3) -> tuple[float, float]:
+    """Improved precision and recall (Kynkäänniemi et al., 2019) with k-NN manifolds."""
+    if min(len(real), len(fake)) <= k:
+        raise GenzooError(f"precision/recall with k={k} needs more than {k} images in each set")
+    real, fake = real.double(), fake.double()
+    precision = _coverage(fake, real, _kth_neighbour_radii(real, k)).double().mean()
+    recall = _coverage(real, fake, _kth_neighbour_radii(fake, k)).double().mean()
+    return float(precision), float(recall)
+
+
+def class_statistics(probs: torch.Tensor, labels: torch.Tensor | None) -> dict[str, Any]:
+    """Histogram of predicted classes, its normalised entropy, mean confidence, and accuracy."""
+    num_classes = probs.shape[1]
+    predicted = probs.argmax(1)
+    hist = torch.bincount(predicted, minlength=num_classes).double() / len(predicted)
+    nonzero = hist[hist > 0]
+    entropy = float(-(nonzero * nonzero.log()).sum() / math.log(num_classes))
+    out: dict[str, Any] = {
+        "histogram": [round(float(h), 5) for h in hist],
+        "entropy": round(entropy, 5),
+        "confidence": round(float(probs.max(1).values.mean()), 5),
+    }
+    if labels is not None:
+        labels = labels.cpu()
+        correct = (predicted == labels).double()
+        out["accuracy"] = float(correct.mean())
+        # per requested label (None where a label was never requested): "all digits, not just some"
+        out["accuracy_per_label"] = [round(float(correct[labels == c].mean()), 5) if (labels == c).any() else None
+                                     for c in range(num_classes)]
+    return out
+
+
+def max_ssim(generated: torch.Tensor, train: torch.Tensor, *, candidates: int = 64, chunk: int = 64) -> torch.Tensor:
+    """For each generated image, the maximum SSIM to the training images.
+
+    SSIM is torchmetrics' default (Gaussian window 11, sigma 1.5, data range 1). Only the
+    ``candidates`` nearest training images in pixel L2 are scored (a prefilter; 0 scores all).
+    """
+    from torchmetrics.functional.image import structural_similarity_index_measure as ssim
+
+    flat_train = train.flatten(1)
+    best = []
+    for start in range(0, len(generated), chunk):
+        g = generated[start:start + chunk]
+        if candidates and candidates < len(train):
+            index = torch.cdist(g.flatten(1), flat_train).topk(candidates, largest=False).indices
+        else:
+            index = torch.arange(len(train)).expand(len(g), -1)
+        pairs_g = g.repeat_interleave(index.shape[1], 0)
+        pairs_t = train[index.flatten()]
+        scores = ssim(pairs_g, pairs_t, data_range=1.0, reduction="none").view(len(g), -1)
+        best.append(scores.max(1).values)
+    return torch.cat(best)
+
+
+def nearest_feature_distance(generated: torch.Tensor, train: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+    """For each generated feature vector, the L2 distance to the nearest training feature vector."""
+    return torch.cat([torch.cdist(generated[s:s + chunk], train).min(1).values for s in range(0, len(generated), chunk)])
+
+
+@contextlib.contextmanager
+def _seeded(seed: int):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+
+# -- the metric table -----------------------------------------------------------------------------
+
+
+@dataclass
+class TrainingSet:
+    """The training images a memorisation metric compares with, and their features."""
+
+    name: str
+    images: torch.Tensor
+    features: torch.Tensor
+
+
+@dataclass
+class Scoring:
+    """What a metric's ``compute`` receives: features of both sets and what else the evaluation has.
+
+    ``real``/``fake``: reference and sample features (N, D); ``probs``: the feature network's class
+    probabilities of the samples (None if it cannot classify); ``labels``: the labels the samples
+    were made for (None if unconditional); ``images``: the samples, float NCHW in [0, 1];
+    ``options``: the evaluation's settings (:class:`genzoo.evaluate.EvalOptions`).
+    """
+
+    real: torch.Tensor
+    fake: torch.Tensor
+    probs: torch.Tensor | None
+    labels: torch.Tensor | None
+    images: torch.Tensor
+    options: Any
+    load_train: Callable[[], TrainingSet] | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def precision_recall(self) -> tuple[float, float]:
+        if "precision_recall" not in self.cache:
+            self.cache["precision_recall"] = precision_recall(self.real, self.fake, k=self.options.k)
+        return self.cache["precision_recall"]
+
+    def train(self) -> TrainingSet:
+        if "train" not in self.cache:
+            if self.load_train is None:
+                raise GenzooError("this metric needs training images, which the evaluation did not load")
+            self.cache["train"] = self.load_train()
+        return self.cache["train"]
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    """One metric ``--metrics`` can name: ``compute(scoring)`` returns a number or a dict of results.
+
+    ``check(options, n_ref)``, if given, refuses bad settings before any image is generated.
+    """
+
+    name: str
+    compute: Callable[[Scoring], Any]
+    summary: str = ""
+    needs: frozenset[str] = frozenset()
+    check: Callable[[Any, int], None] | None = None
+    source: str = "genzoo"
+
+    def run(self, scoring: Scoring) -> dict[str, Any]:
+        value = self.compute(scoring)
+        return value if isinstance(value, dict) else {self.name: value}
+
+
+def _fid(s: Scoring) -> float:
+    return fid(s.real, s.fake)
+
+
+def _kid(s: Scoring) -> dict[str, Any]:
+    o = s.options
+    mean, std = kid(s.real, s.fake, subset_size=o.kid_subset_size, subsets=o.kid_subsets, seed=o.seed)
+    return {"kid": {"mean": mean, "std": std, "subset_size": o.kid_subset_size, "subsets": o.kid_subsets}}
+
+
+def _check_kid(o: Any, n_ref: int) -> None:
+    if o.kid_subsets < 1:
+        raise ArgumentError("kid_subsets", f"{{arg}} must be at least 1, got {o.kid_subsets}")
+    smallest = min(o.n, n_ref)
+    if not 2 <= o.kid_subset_size <= smallest:
+        raise ArgumentError("kid_subset_size", f"KID draws subsets of {{arg}}={o.kid_subset_size} images from each "
+                            f"set, but the smaller set has {smallest} (n={o.n}, reference {n_ref}); lower {{arg}} "
+                            f"or generate more images")
+
+
+def _check_k(o: Any, n_ref: int) -> None:
+    if o.k < 1 or o.k >= min(o.n, n_ref):
+        raise ArgumentError("k", f"precision/recall use the {{arg}}-th nearest neighbour, which needs 1 <= {{arg}} < "
+                            f"{min(o.n, n_ref)} (the smaller set); got {o.k}")
+
+
+def _accuracy(s: Scoring) -> dict[str, Any]:
+    if s.labels is None:
+        return {}
+    stats = class_statistics(s.probs, s.labels)
+    return {"accuracy": stats["accuracy"], "accuracy_per_label": stats["accuracy_per_label"]}
+
+
+def _memorization(s: Scoring) -> dict[str, Any]:
+    o = s.options
+    train = s.train()
+    subset = torch.randperm(len(s.images), generator=torch.Generator().manual_seed(0))[:min(o.memorization_n, len(s.images))]
+    return {"memorization": {
+        "max_ssim_mean": float(max_ssim(s.images[subset], train.images, candidates=o.memorization_candidates).mean()),
+        "nn_feature_distance_mean": float(nearest_feature_distance(s.fake[subset], train.features).mean()),
+        "n_generated": len(subset), "train": train.name, "n_train": len(train.images),
+        "ssim_candidates": o.memorization_candidates,
+    }}
+
+
+def _check_memorization(o: Any, n_ref: int) -> None:
+    if o.memorization_n < 1:
+        raise ArgumentError("memorization_n", f"{{arg}} must be at least 1, got {o.memorization_n}")
+    if o.memorization_candidates < 0:
+        raise ArgumentError("memorization_candidates", f"{{arg}} must be 0 (all) or more, got {o.memorization_candidates}")
+
+
+BUILTIN_METRICS: dict[str, MetricEntry] = {e.name: e for e in (
+    MetricEntry("fid", _fid, "Frechet distance between the feature distributions (torchmetrics)"),
+    MetricEntry("kid", _kid, "kernel (MMD) distance, mean and std over subsets (torchmetrics)", check=_check_kid),
+    MetricEntry("precision", lambda s: s.precision_recall()[0],
+                "share of samples inside the reference's k-NN manifold (Kynkaanniemi et al. 2019)", check=_check_k),
+    MetricEntry("recall", lambda s: s.precision_recall()[1],
+                "share of reference images inside the samples' k-NN manifold", check=_check_k),
+    MetricEntry("accuracy", _accuracy, "agreement of the feature classifier with the requested labels, overall and "
+                "per label (class-conditional sources)", frozenset({"classes"})),
+    MetricEntry("memorization", _memorization, "mean max-SSIM and nearest-neighbour feature distance of a fixed "
+                "subset of samples to the training images", frozenset({"train"}), check=_check_memorization),
+)}

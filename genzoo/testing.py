@@ -1,0 +1,367 @@
+"""Check a method against the genzoo contract, the way scikit-learn's ``check_estimator`` checks an estimator.
+
+From a plugin's own tests::
+
+    from genzoo.testing import check_method, parametrize_with_checks
+    from genzoo_mine import MyMethod
+
+    def test_my_method_keeps_the_contract():
+        check_method(MyMethod, {"width": 8})          # raises ContractError listing every broken rule
+
+    @parametrize_with_checks([(MyMethod, {"width": 8})])
+    def test_contract(method_cls, config, check):     # one pytest test per rule, named after it
+        check(method_cls, config)
+
+Every check builds a tiny instance from ``config`` (a dict of Config fields; None = the defaults)
+and fails with an AssertionError that starts with the rule's name. Images are compared up to
+``TOLERANCE``: oneDNN picks different kernels for different batch sizes, so "the same image"
+means equal to about 1e-6, not bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from safetensors.torch import load_file
+
+from .configs import build_config
+from .data import ImageData
+from .errors import GenzooError, UnsupportedVerb
+from .method import VERBS, Method
+from .plugins import MethodRecord, get_host
+from .train import fit, split_optimizers
+from .weights import load_model_dir, save_pretrained
+
+TOLERANCE = 1e-5  # largest absolute difference allowed between two computations of one image
+Check = Callable[[type, "dict[str, Any] | None"], None]
+
+
+class ContractError(AssertionError):
+    """One or more rules of the contract are broken; the message lists each by name."""
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _build(cls: type, config: dict[str, Any] | None) -> Method:
+    torch.manual_seed(0)
+    return cls(build_config(cls.Config, dict(config or {}), where=f"{cls.name} test config"))
+
+
+def _fail(rule: str, message: str) -> None:
+    raise AssertionError(f"{rule}: {message}")
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape:
+        return False
+    return a.numel() == 0 or bool((a - b).abs().max() <= TOLERANCE)
+
+
+def _synthetic_images(model: Method, n: int, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(n, *model.image_shape, generator=generator)
+
+
+@contextlib.contextmanager
+def registered(cls: type) -> Iterator[None]:
+    """Make ``cls`` loadable by name for a while (a method tested before its plugin is installed)."""
+    host = get_host()
+    if host.has_method(cls.name):
+        yield
+        return
+    host.methods[cls.name] = MethodRecord(cls, "genzoo.testing")
+    try:
+        yield
+    finally:
+        host.methods.pop(cls.name, None)
+
+
+# -- the checks ----------------------------------------------------------------------------------
+
+
+def check_declaration(cls: type, config: dict[str, Any] | None) -> None:
+    """The class attributes are complete and consistent, and the test config builds."""
+    rule = "check_declaration"
+    if not (isinstance(cls, type) and issubclass(cls, Method)):
+        _fail(rule, f"{cls!r} is not a genzoo.Method subclass")
+    try:
+        cls.check_declaration()
+        config_obj = build_config(cls.Config, dict(config or {}), where=f"{cls.name} test config")
+    except GenzooError as exc:
+        _fail(rule, str(exc))
+    if not cls.summary:
+        _fail(rule, f"method {cls.name!r} has no one-line summary")
+    if not cls.capabilities:
+        _fail(rule, f"method {cls.name!r} declares no capabilities; declare a subset of {VERBS}")
+    for field in dataclasses.fields(config_obj):
+        if field.type is None:
+            _fail(rule, f"Config field {field.name!r} has no type")
+    model = _build(cls, config)
+    if "sample" in cls.capabilities or "refine" in cls.capabilities:
+        try:
+            model.image_shape
+        except GenzooError as exc:
+            _fail(rule, str(exc))
+
+
+def check_undeclared_verbs_refuse(cls: type, config: dict[str, Any] | None) -> None:
+    """Calling a verb the method does not declare raises UnsupportedVerb naming the ones it does."""
+    rule = "check_undeclared_verbs_refuse"
+    model = _build(cls, config)
+    calls = {"sample": lambda: model.sample(1, seed=0), "fit": lambda: cls.require("fit"),
+             "refine": lambda: model.refine(torch.zeros(1, 1, 1, 1))}
+    for verb in VERBS:
+        if verb in cls.capabilities:
+            continue
+        try:
+            calls[verb]()
+        except UnsupportedVerb:
+            continue
+        except Exception as exc:
+            _fail(rule, f"{verb} is not declared, but calling it raised {type(exc).__name__} instead of UnsupportedVerb")
+        _fail(rule, f"{verb} is not declared, but calling it did not raise")
+
+
+def check_sample_images(cls: type, config: dict[str, Any] | None) -> None:
+    """sample(n) returns n float NCHW images of the declared shape, finite, in [0, 1], on the CPU."""
+    rule = "check_sample_images"
+    model = _build(cls, config)
+    images = model.sample(3, seed=0, batch_size=3)
+    if not isinstance(images, torch.Tensor) or images.dtype != torch.float32:
+        _fail(rule, f"sample returned {type(images).__name__} {getattr(images, 'dtype', '')}, not a float32 tensor")
+    if tuple(images.shape) != (3, *model.image_shape):
+        _fail(rule, f"sample(3) has shape {tuple(images.shape)}, expected {(3, *model.image_shape)}")
+    if images.device.type != "cpu":
+        _fail(rule, f"sample returned images on {images.device}, not the CPU")
+    if not torch.isfinite(images).all():
+        _fail(rule, "sample returned NaN or infinite pixels")
+    if images.min() < 0 or images.max() > 1:
+        _fail(rule, "sample returned pixels outside [0, 1]")
+    if model.sample(0, seed=0).shape[0] != 0:
+        _fail(rule, "sample(0) did not return an empty batch")
+
+
+def check_per_image_seeding(cls: type, config: dict[str, Any] | None) -> None:
+    """Image i depends only on (seed, i): not on n, the batch size or ``start``."""
+    rule = "check_per_image_seeding"
+    model = _build(cls, config)
+    whole = model.sample(5, seed=7, batch_size=5)
+    if not _close(model.sample(2, seed=7, batch_size=2), whole[:2]):
+        _fail(rule, "the first 2 images of sample(5, seed=7) differ from sample(2, seed=7)")
+    if not _close(model.sample(5, seed=7, batch_size=2), whole):
+        _fail(rule, "sample(5, seed=7) differs between batch_size=2 and batch_size=5: an image depends on its batch")
+    if not _close(model.sample(2, seed=7, start=3), whole[3:]):
+        _fail(rule, "sample(2, seed=7, start=3) differs from images 3 and 4 of sample(5, seed=7)")
+    if not _close(model.sample(5, seed=7, batch_size=5), whole):
+        _fail(rule, "sample(5, seed=7) is not reproducible: two calls gave different images")
+
+
+def check_labels(cls: type, config: dict[str, Any] | None) -> None:
+    """A conditional method validates labels; an unconditional one refuses them."""
+    rule = "check_labels"
+    model = _build(cls, config)
+    verb = model.sample if "sample" in cls.capabilities else None
+    if verb is None:
+        return
+    if not model.num_classes:
+        with _expect_error(rule, "labels given to an unconditional method were accepted"):
+            verb(2, seed=0, labels=[0, 0])
+        return
+    c = model.num_classes
+    images = verb(2, seed=0, labels=[c - 1, 0])
+    if images.shape[0] != 2:
+        _fail(rule, "sample with explicit labels returned the wrong number of images")
+    with _expect_error(rule, f"label {c} (out of range for {c} classes) was accepted"):
+        verb(2, seed=0, labels=[c, 0])
+    with _expect_error(rule, "3 labels for 2 images were accepted"):
+        verb(2, seed=0, labels=[0, 0, 0])
+
+
+def check_options(cls: type, config: dict[str, Any] | None) -> None:
+    """Options are declared with types; an undeclared option is refused."""
+    rule = "check_options"
+    model = _build(cls, config)
+    if "sample" in cls.capabilities:
+        with _expect_error(rule, "sample accepted an undeclared option"):
+            model.sample(1, seed=0, no_such_option_for_genzoo_tests=1)
+    if "refine" in cls.capabilities:
+        with _expect_error(rule, "refine accepted an undeclared option"):
+            model.refine(_synthetic_images(model, 1), no_such_option_for_genzoo_tests=1)
+
+
+def check_refine_images(cls: type, config: dict[str, Any] | None) -> None:
+    """refine maps images in [0, 1] to images of the same shape in [0, 1]; a wrong shape is refused."""
+    rule = "check_refine_images"
+    model = _build(cls, config)
+    x = _synthetic_images(model, 3)
+    out = model.refine(x, seed=0, batch_size=2)
+    if tuple(out.shape) != tuple(x.shape) or out.dtype != torch.float32:
+        _fail(rule, f"refine of {tuple(x.shape)} returned {tuple(out.shape)} {out.dtype}")
+    if not torch.isfinite(out).all() or out.min() < 0 or out.max() > 1:
+        _fail(rule, "refine returned pixels that are not finite or outside [0, 1]")
+    if not _close(model.refine(x, seed=0, batch_size=3), out):
+        _fail(rule, "refine's result depends on the batch size")
+    c, h, w = model.image_shape
+    with _expect_error(rule, "refine accepted images of the wrong shape"):
+        model.refine(torch.rand(1, c, h + 1, w))
+
+
+def check_save_load_round_trip(cls: type, config: dict[str, Any] | None) -> None:
+    """save_pretrained, then genzoo's loader, gives a model that samples (or refines) the same images."""
+    rule = "check_save_load_round_trip"
+    model = _build(cls, config)
+    with tempfile.TemporaryDirectory(prefix="genzoo-check-") as tmp, registered(cls):
+        save_pretrained(model, Path(tmp) / "model")
+        try:
+            loaded = load_model_dir(Path(tmp) / "model")
+        except GenzooError as exc:
+            _fail(rule, f"the saved model does not load: {exc}")
+    if type(loaded) is not cls:
+        _fail(rule, f"loading gave a {type(loaded).__name__}, not a {cls.__name__}")
+    if "sample" in cls.capabilities and not _close(loaded.sample(3, seed=1), model.sample(3, seed=1)):
+        _fail(rule, "the loaded model samples different images")
+    if "refine" in cls.capabilities:
+        x = _synthetic_images(model, 2)
+        if not _close(loaded.refine(x, seed=1), model.refine(x, seed=1)):
+            _fail(rule, "the loaded model refines differently")
+
+
+def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
+    """One training_step gives a finite scalar loss (and scalar logs) whose gradient reaches a parameter."""
+    rule = "check_training_step"
+    if "fit" not in cls.capabilities:
+        return
+    model = _build(cls, config)
+    data = synthetic_dataset(model, 8) if cls.needs_data else None
+    model.fit_steps = 1
+    model.setup_fit(data)
+    split_optimizers(model.configure_optimizers(), cls.name)
+    model.train()
+    batch = {"x": data.floats()[:4], "y": data.labels[:4] if data.labels is not None else None, "size": 4} \
+        if data is not None else {"x": None, "y": None, "size": 4}
+    losses = model.training_step(batch)
+    if not isinstance(losses, dict) or "loss" not in losses:
+        _fail(rule, "training_step must return a dict with a 'loss' entry")
+    for key, value in losses.items():
+        if not isinstance(value, torch.Tensor) or value.numel() != 1:
+            _fail(rule, f"training_step's {key!r} is not a scalar tensor (every entry is logged)")
+    loss = losses["loss"]
+    if not torch.isfinite(loss):
+        _fail(rule, f"the loss is not finite ({float(loss)})")
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if not grads:
+        _fail(rule, "the loss sends no gradient to any parameter")
+    if not all(torch.isfinite(g).all() for g in grads):
+        _fail(rule, "the gradient holds NaN or infinite values")
+    if not any(g.abs().sum() > 0 for g in grads):
+        _fail(rule, "every gradient is zero")
+
+
+def check_fit_resumes_exactly(cls: type, config: dict[str, Any] | None) -> None:
+    """genzoo fit runs a few steps on synthetic data, and a run resumed half-way ends with the same weights."""
+    rule = "check_fit_resumes_exactly"
+    if "fit" not in cls.capabilities:
+        return
+    model = _build(cls, config)
+    with tempfile.TemporaryDirectory(prefix="genzoo-check-") as tmp:
+        tmp = Path(tmp)
+        dataset = None
+        if cls.needs_data:
+            data = synthetic_dataset(model, 8)
+            arrays = {"x": data.images.numpy()}
+            if data.labels is not None:
+                arrays["y"] = data.labels.numpy()
+            np.savez(tmp / "data.npz", **arrays)
+            dataset = f"npz:{tmp / 'data.npz'}"
+        common = dict(dataset=dataset, config=dict(config or {}), batch_size=4, precision="fp32", device="cpu",
+                      sample_every=0, progress=False)
+        try:
+            fit(cls, steps=4, out=tmp / "straight", checkpoint_every=2, **common)
+            fit(cls, steps=2, out=tmp / "resumed", checkpoint_every=2, **common)
+            fit(cls, steps=4, out=tmp / "resumed", checkpoint_every=2, resume=True, **common)
+        except GenzooError as exc:
+            _fail(rule, f"genzoo fit failed on synthetic data: {exc}")
+        straight = load_file(str(tmp / "straight" / "model.safetensors"))
+        resumed = load_file(str(tmp / "resumed" / "model.safetensors"))
+    if straight.keys() != resumed.keys() or not all(torch.equal(straight[k], resumed[k]) for k in straight):
+        _fail(rule, "a run resumed at step 2 of 4 ended with other weights than an uninterrupted run: some "
+                    "randomness or state is not in the checkpoint (use torch's global RNG, or buffers)")
+
+
+CHECKS: tuple[Check, ...] = (check_declaration, check_undeclared_verbs_refuse, check_sample_images,
+                             check_per_image_seeding, check_labels, check_options, check_refine_images,
+                             check_save_load_round_trip, check_training_step, check_fit_resumes_exactly)
+_NEEDS = {check_sample_images: "sample", check_per_image_seeding: "sample", check_refine_images: "refine",
+          check_training_step: "fit", check_fit_resumes_exactly: "fit"}
+
+
+def checks_for(cls: type) -> list[Check]:
+    """The checks that apply to ``cls`` (those of verbs it does not declare are left out)."""
+    verbs = getattr(cls, "capabilities", frozenset())
+    return [c for c in CHECKS if _NEEDS.get(c) is None or _NEEDS[c] in verbs]
+
+
+def check_method(cls: type, config: dict[str, Any] | None = None, *, skip: Sequence[str] = ()) -> list[str]:
+    """Run every applicable check on ``cls``; return the names of those that passed.
+
+    Raises ContractError listing each broken rule (by name, with what was wrong). ``skip`` names
+    checks to leave out, e.g. ``("check_fit_resumes_exactly",)`` for a method too slow to train here.
+    """
+    passed, failures = [], []
+    for check in checks_for(cls):
+        if check.__name__ in skip:
+            continue
+        try:
+            check(cls, config)
+            passed.append(check.__name__)
+        except AssertionError as exc:
+            failures.append(str(exc))
+        except Exception as exc:  # a crash inside the method is a broken rule too
+            failures.append(f"{check.__name__}: raised {type(exc).__name__}: {exc}")
+    if failures:
+        raise ContractError(f"{getattr(cls, 'name', cls)!r} breaks {len(failures)} rule(s) of the genzoo contract:\n- "
+                            + "\n- ".join(failures))
+    return passed
+
+
+def parametrize_with_checks(methods: Sequence[type | tuple[type, dict[str, Any] | None]]):
+    """A ``pytest.mark.parametrize`` over (method_cls, config, check): one test per rule and method."""
+    import pytest
+
+    cases, ids = [], []
+    for item in methods:
+        cls, config = item if isinstance(item, tuple) else (item, None)
+        for check in checks_for(cls):
+            cases.append((cls, config, check))
+            ids.append(f"{cls.name}-{check.__name__}")
+    return pytest.mark.parametrize("method_cls, config, check", cases, ids=ids)
+
+
+def synthetic_dataset(model: Method, n: int, seed: int = 0) -> ImageData:
+    """``n`` random uint8 images of the model's shape (labels i mod C for a conditional model)."""
+    generator = torch.Generator().manual_seed(seed)
+    images = torch.randint(0, 256, (n, *model.image_shape), generator=generator, dtype=torch.uint8)
+    labels = torch.arange(n) % model.num_classes if model.num_classes else None
+    return ImageData(images, labels, "synthetic")
+
+
+@contextlib.contextmanager
+def _expect_error(rule: str, message: str) -> Iterator[None]:
+    try:
+        yield
+    except GenzooError:
+        return
+    _fail(rule, message)
+
+
+__all__ = ["CHECKS", "ContractError", "TOLERANCE", "check_method", "checks_for", "parametrize_with_checks",
+           "registered", "synthetic_dataset"] + [c.__name__ for c in CHECKS]
