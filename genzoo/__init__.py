@@ -7,6 +7,7 @@
 
 from typing import Any
 
+from . import schedules
 from ._version import __version__
 from .data import ImageData
 from .errors import ArgumentError, GenzooError, UnsupportedVerb, WeightsError
@@ -65,8 +66,4 @@ def __getattr__(name: str) -> Any:
         from .datasets import load_dataset
 
         return load_dataset
-    if name == "schedules":
-        from . import schedules
-
-        return schedules
     raise AttributeError(f"module 'genzoo' has no attribute {name!r}")

@@ -147,9 +147,9 @@ def load_npz(path: str | os.PathLike, split: str | None = None) -> ImageData:
             y = data[y_key] if y_key in data.files else None
     except GenzooError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        why = "it holds object arrays" if "object" in str(exc).lower() or "pickle" in str(exc).lower() else \
-            "it is not a valid .npz archive"
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError):
+        why = "it holds object arrays, which genzoo never loads" if zipfile.is_zipfile(path) else \
+            "it is not an .npz archive"
         raise GenzooError(f"{path} is not an image array genzoo can read ({why}); give {NPZ_ACCEPTED}") from None
     images = images_to_uint8_nchw(x, str(path))
     if y is not None and not np.issubdtype(np.asarray(y).dtype, np.integer):

@@ -35,7 +35,8 @@ class EvalOptions:
 
     n: int = option(10000, flags=("-n", "--num"), help="Number of generated images to score.")
     ref: str = option("mnist:test", help="Reference images: a dataset spec (drawn with a fixed permutation).")
-    metrics: str = option(DEFAULT_METRICS, help="Comma list of metrics (`genzoo datasets --metrics` lists them).")
+    metrics: str | None = option(None, help="Comma list of metrics (`genzoo datasets --metrics` lists them; default: "
+                                            "fid,kid,precision,recall, and accuracy where the feature network classifies).")
     features: str | None = option(None, help="Feature network (default: the one registered for --ref's dataset; "
                                              "'inception' online).")
     refine: str | None = option(None, metavar="MODEL", help="Refine the samples with another model first.")
@@ -57,9 +58,12 @@ class EvalOptions:
     precision: str = option("fp32", cli=False)
     progress: bool = option(True, cli=False)
 
-    def metric_entries(self) -> list[MetricEntry]:
-        names = [m.strip() for m in self.metrics.split(",") if m.strip()] if isinstance(self.metrics, str) \
-            else [str(m) for m in self.metrics]
+    def metric_entries(self, can_classify: bool = True) -> list[MetricEntry]:
+        metrics = self.metrics
+        if metrics is None:
+            metrics = DEFAULT_METRICS if can_classify else DEFAULT_METRICS.replace(",accuracy", "")
+        names = [m.strip() for m in metrics.split(",") if m.strip()] if isinstance(metrics, str) \
+            else [str(m) for m in metrics]
         names = ["memorization" if m == "memorisation" else m for m in names]
         if not names:
             raise ArgumentError("metrics", "{arg} names no metric; give a comma list such as fid,kid")
@@ -99,12 +103,12 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any]:
         raise GenzooError(f"evaluate() got unknown argument(s) {unknown}; it takes: {', '.join(sorted(known))}")
     o = EvalOptions(**options)
     o.check()
-    entries = o.metric_entries()
     timings: dict[str, float] = {}
     t0 = time.time()
     dev = torch.device(o.device) if o.device is not None else torch.device("cpu")
     dataset_name = o.ref.split(":", 1)[0]
     space = feature_space(o.features, dataset=dataset_name, device=dev)
+    entries = o.metric_entries(space.can_classify())
     if any("classes" in e.needs for e in entries) and not space.can_classify():
         needing = ", ".join(e.name for e in entries if "classes" in e.needs)
         raise ArgumentError("metrics", f"feature network {space.name!r} cannot classify, so {needing} is unavailable; "

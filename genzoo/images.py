@@ -89,6 +89,9 @@ def output_target(output: str | os.PathLike | None, fmt: str | None, default_ste
     else:
         path = Path(output).expanduser()
         suffix = path.suffix.lower()
+        if path.is_dir() and fmt != "png-dir":
+            raise GenzooError(f"-o {output} is a folder: pass --format png-dir to write one PNG per image into "
+                              f"it, or name a file ending in .png, .jpg or .npz")
         if fmt is None:
             if suffix in GRID_SUFFIXES:
                 fmt = "grid"
@@ -109,8 +112,8 @@ def output_target(output: str | os.PathLike | None, fmt: str | None, default_ste
     if fmt == "png-dir" and path.exists() and not path.is_dir():
         raise GenzooError(f"-o {path} is an existing file; --format png-dir needs a folder: choose another path")
     if fmt != "png-dir" and path.is_dir():
-        raise GenzooError(f"-o {path} is a folder; a {fmt} is one file: name a file inside it, e.g. {path / path.name}."
-                          + ("png" if fmt == "grid" else "npz"))
+        raise GenzooError(f"-o {path} is a folder; a {fmt} is one file: name a file ending in "
+                          f"{'.png or .jpg' if fmt == 'grid' else '.npz'}")
     return path, fmt
 
 

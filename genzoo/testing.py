@@ -347,7 +347,8 @@ def parametrize_with_checks(methods: Sequence[type | tuple[type, dict[str, Any] 
 
 
 def synthetic_dataset(model: Method, n: int, seed: int = 0) -> ImageData:
-    """``n`` random uint8 images of the model's shape (labels i mod C for a conditional model)."""
+    """``n`` random uint8 images of the model's shape (at least two per class; labels i mod C)."""
+    n = max(n, 2 * model.num_classes)
     generator = torch.Generator().manual_seed(seed)
     images = torch.randint(0, 256, (n, *model.image_shape), generator=generator, dtype=torch.uint8)
     labels = torch.arange(n) % model.num_classes if model.num_classes else None

@@ -186,6 +186,16 @@ class Trainer:
                     f"resume with the original settings or choose a new --out"
                 )
 
+    def _check_schedule_horizon(self, state: ckpt.TrainState) -> None:
+        """A learning-rate schedule is laid out over --steps: a resumed run keeps the original total."""
+        if not state.schedulers:
+            return
+        saved = json.loads((self.out / "fit.json").read_text())["options"].get("steps")
+        if saved is not None and saved != self.opts.steps:
+            raise ArgumentError("steps", f"the run in {self.out} follows a learning-rate schedule over {{arg}} {saved}; "
+                                f"resume it with {{arg}} {saved} (a schedule cannot be stretched), or start a new run "
+                                f"from it with --init")
+
     def _saved_precision(self) -> str | None:
         fit_file = self.out / "fit.json"
         if not (self.opts.resume and fit_file.is_file()):
@@ -283,6 +293,7 @@ class Trainer:
         latest = None
         if o.resume:
             self._check_resume()
+            self._check_schedule_horizon(state)
             latest = ckpt.latest_checkpoint(self.out)
             if latest is None:
                 raise GenzooError(f"--resume: no checkpoint under {self.out / ckpt.FOLDER}; start again without --resume")
@@ -366,7 +377,7 @@ class Trainer:
                 state.step += 1
                 step = state.step
                 if log is not None:
-                    log.write(json.dumps({"step": step, **{k: round(v, 6) for k, v in scalars.items()}}) + "\n")
+                    log.write(json.dumps({"step": step, **{k: float(f"{v:.7g}") for k, v in scalars.items()}}) + "\n")
                     if step % 10 == 0 or step == o.steps:
                         bar.set_postfix({k: f"{v:.4g}" for k, v in list(scalars.items())[:4]}, refresh=False)
                 if _trackers(o.log_with):
@@ -408,14 +419,14 @@ class Trainer:
                     totals[key] = totals.get(key, 0) + value.detach().float() / o.grad_accum
         if grad_clip:
             acc.clip_grad_norm_(wrapped.parameters(), grad_clip)
+        scalars = {k: acc.reduce(v, "mean").item() for k, v in totals.items()}
+        if state.schedulers:  # the learning rate this step used
+            for i, opt in enumerate(state.optimizers):
+                scalars["lr" if len(state.optimizers) == 1 else f"lr_{i}"] = float(opt.param_groups[0]["lr"])
         for opt in state.optimizers:
             opt.step()
         for scheduler in state.schedulers:
             scheduler.step()
-        scalars = {k: acc.reduce(v, "mean").item() for k, v in totals.items()}
-        if state.schedulers:
-            for i, opt in enumerate(state.optimizers):
-                scalars["lr" if len(state.optimizers) == 1 else f"lr_{i}"] = float(opt.param_groups[0]["lr"])
         return scalars
 
     # -- files ----------------------------------------------------------------------------------

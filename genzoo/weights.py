@@ -189,7 +189,8 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
     if storage is not None and storage not in _DTYPES:
         raise WeightsError(f"{config_path}: unknown storage_dtype {storage!r}; expected one of {sorted(_DTYPES)}")
     check_tensors(weights_path, expected_state(cls, config), storage)  # before a single parameter is allocated
-    model = cls(config)
+    with torch.random.fork_rng(devices=[]):  # the random init is overwritten: loading leaves the global RNG alone
+        model = cls(config)
     tensors = read_checked(weights_path, model.state_dict(), storage)
     model.load_state_dict(tensors, strict=True)
     model.eval()
@@ -200,13 +201,14 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
 
 def expected_state(cls: type, config: Any) -> dict[str, torch.Tensor]:
     """The state_dict of ``cls(config)`` built on the meta device: names, shapes and dtypes, no memory."""
-    try:
-        with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]):
+        try:
+            with torch.device("meta"):
+                return cls(config).state_dict()
+        except GenzooError:
+            raise
+        except Exception:  # a method whose construction cannot run on meta tensors: build it for real
             return cls(config).state_dict()
-    except GenzooError:
-        raise
-    except Exception:  # a method whose construction cannot run on meta tensors: build it for real
-        return cls(config).state_dict()
 
 
 def check_tensors(path: Path, expected: dict[str, torch.Tensor], storage_dtype: str | None) -> None:

@@ -1,6 +1,7 @@
 """The shared training loop: outputs, logs, exact resume, EMA, and a 2-process run."""
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -161,3 +162,70 @@ def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, to
         assert torch.allclose(a[key], b[key], atol=1e-5), key
     lines = (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 4  # only the main process writes the log
+
+
+def test_grad_accum_equals_a_k_times_larger_batch(toy_site, toy_npz, tmp_path):
+    """Without noise in the step, batch 8 accumulated twice computes exactly what batch 16 does."""
+    quiet = {"noise_weight": 0.0}
+    big = _fit(tmp_path / "big", toy_npz, 6, batch_size=16, config=quiet)
+    accumulated = _fit(tmp_path / "acc", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet)
+    small = _fit(tmp_path / "small", toy_npz, 6, batch_size=8, config=quiet)
+    a, b, c = (load_file(str(d / "model.safetensors")) for d in (big, accumulated, small))
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert not all(torch.allclose(a[k], c[k], atol=1e-6) for k in a)  # the accumulation is what makes them equal
+    losses = [[json.loads(l)["loss"] for l in (d / "metrics.jsonl").read_text().splitlines()] for d in (big, accumulated)]
+    assert losses[0] == pytest.approx(losses[1], abs=1e-6)
+    _fit(tmp_path / "acc2", toy_npz, 2, batch_size=8, grad_accum=2, config=quiet)
+    resumed = _fit(tmp_path / "acc2", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet, resume=True)
+    r = load_file(str(resumed / "model.safetensors"))
+    assert all(torch.equal(b[k], r[k]) for k in b)
+
+
+def test_a_schedule_is_stepped_logged_and_resumed_exactly(toy_site, toy_npz, tmp_path):
+    cfg = {"schedule": True, "lr": 0.01}
+    straight = _fit(tmp_path / "straight", toy_npz, 8, config=cfg)
+    lrs = [json.loads(l)["lr"] for l in (straight / "metrics.jsonl").read_text().splitlines()]
+    # the lr each step used: warm-up over 2 steps, then cosine over the remaining 6 of --steps 8
+    assert lrs[:3] == pytest.approx([0.005, 0.01, 0.01])
+    assert lrs[-1] == pytest.approx(0.01 * 0.5 * (1 + math.cos(math.pi * 5 / 6)))
+    # a run interrupted after step 3 of 8: its later checkpoints are gone, it resumes from step 3
+    interrupted = _fit(tmp_path / "interrupted", toy_npz, 8, config=cfg, keep_checkpoints=3)
+    for later in ("step-00000006", "step-00000008"):
+        shutil.rmtree(interrupted / "checkpoints" / later)
+    resumed = _fit(interrupted, toy_npz, 8, config=cfg, resume=True)
+    a, b = load_file(str(straight / "model.safetensors")), load_file(str(resumed / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert (resumed / "metrics.jsonl").read_text() == (straight / "metrics.jsonl").read_text()
+    with pytest.raises(genzoo.ArgumentError, match="schedule over steps 8; resume it with steps 8"):
+        _fit(interrupted, toy_npz, 12, config=cfg, resume=True)
+
+
+def test_tensorboard_tracker_and_the_loss_plot(toy_site, toy_npz, tmp_path):
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from genzoo.cli import cli
+
+    out = _fit(tmp_path / "run", toy_npz, 6, log_with="tensorboard")
+    events = list((out / "trackers").rglob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0
+    with Image.open(out / "losses.png") as plot:
+        assert plot.size[0] >= 400 and plot.size[1] >= 190
+    again = CliRunner().invoke(cli, ["plot", str(out), "-o", str(tmp_path / "curves.png")])
+    assert again.exit_code == 0 and (tmp_path / "curves.png").is_file()
+    empty = CliRunner().invoke(cli, ["plot", str(tmp_path)])
+    assert empty.exit_code == 1 and "metrics.jsonl does not exist" in empty.output
+
+
+def test_forward_is_the_methods_own(toy_site, toy_npz, tmp_path):
+    """A method may use forward for its network: the loop calls training_step, not forward."""
+    toy = genzoo.get_host().method("toy")
+
+    class WithForward(toy):
+        def forward(self, x):
+            return self.decode(self.encoder(x.flatten(1)))
+
+    out = genzoo.fit(WithForward, steps=30, out=tmp_path / "run", dataset=f"npz:{toy_npz}", batch_size=8,
+                     progress=False, sample_every=0, config={"lr": 0.05})
+    losses = [json.loads(l)["loss"] for l in (out / "metrics.jsonl").read_text().splitlines()]
+    assert sum(losses[-5:]) < sum(losses[:5])

@@ -22,6 +22,7 @@ class ToyConfig:
     lr: float = 1e-2
     ema_decay: float = 0.0
     noise_weight: float = 0.1
+    schedule: bool = False  # warm-up + cosine over the run's --steps
 
 
 class Toy(genzoo.Method):
@@ -64,7 +65,10 @@ class Toy(genzoo.Method):
         return {"loss": loss, "latent_norm": z.norm(dim=1).mean()}
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.config.lr)
+        optimizer = torch.optim.Adam(self.parameters(), lr=self.config.lr)
+        if not self.config.schedule:
+            return optimizer
+        return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=2, total_steps=self.fit_steps)]
 
 
 class SampleOnly(genzoo.Method):
