@@ -1,62 +1,173 @@
-"""IGN speed on this machine: training steps/s at batch 256 (fp32 and bf16 autocast) and sampling images/s (median of 3 passes of 10,240).
+"""IGN speed against the machine's own limit: images/s and achieved GFLOP/s next to a bare convolution and a GEMM.
 
-    python benchmarks/ign_speed.py [--model ign-mnist] [--steps 20] [--json docs/results/ign_speed.json]
+    python benchmarks/ign_speed.py [--model ign-mnist] [--rounds 5] [--json docs/results/ign_speed.json]
 
-Training steps use the method's own training_step and optimiser on random images (speed does not
-depend on the data); sampling uses `model.sample` (noise drawing, batching and clamping included).
+On the machine it runs on (named in the output), for each precision (fp32, and bf16 autocast):
+training images/s at batch 64 and 256 (the method's own training_step and Adam), sampling images/s
+at batch 256 (``model.sample``: noise, batching, clamping included), the FLOPs of each counted by
+torch's FlopCounterMode, and in the same run the GFLOP/s of a bare convolution with the shape of
+the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
+rounds. Variants measured alongside: sampling with batch norm left unfolded, channels-last memory
+format for sampling and training, and Adam's foreach and fused implementations. Run it on an idle
+machine: another job on the cores halves some figures and not others.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import statistics
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 import genzoo
+from genzoo.hardware import cpu_name
+from genzoo.precision import autocast
+from genzoo_ign import batchnorm
+
+CPU = torch.device("cpu")
 
 
-def train_speed(model, batch: int, steps: int, bf16: bool) -> float:
-    model.train()
-    opt = model.configure_optimizers()
+def median_seconds(work: Callable[[], object], rounds: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        work()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def flops_of(work: Callable[[], object]) -> int:
+    counter = FlopCounterMode(display=False)
+    with counter:
+        work()
+    return counter.get_total_flops()
+
+
+def heaviest_conv(net: nn.Module, x: torch.Tensor) -> tuple[nn.Module, torch.Tensor]:
+    """The (transposed) convolution of ``net`` with the most FLOPs on input ``x``, and its input."""
+    inputs: dict[nn.Module, torch.Tensor] = {}
+
+    def keep(module, inp, out) -> None:  # a hook that returned a value would replace the output
+        inputs.setdefault(module, inp[0].detach())
+
+    hooks = [m.register_forward_hook(keep) for m in net.modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))]
+    with torch.no_grad():
+        net(x)
+    for h in hooks:
+        h.remove()
+    costs = {m: flops_of(lambda m=m, i=i: m(i)) for m, i in inputs.items()}
+    best = max(costs, key=costs.get)
+    return copy.deepcopy(best), inputs[best]
+
+
+def train_rate(model, batch: int, precision: str, rounds: int, *, channels_last: bool = False,
+               adam: str = "default") -> tuple[float, float]:
+    """(images/s, GFLOP/s) of full training steps."""
+    model = copy.deepcopy(model).train()
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    c = model.config
+    kwargs = {"foreach": True} if adam == "foreach" else {"fused": True} if adam == "fused" else {"foreach": False}
+    opt = torch.optim.Adam(model.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2), **kwargs)
     x = torch.rand(batch, *model.image_shape)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
 
     def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model.training_step({"x": x, "y": None})["loss"]
-        opt.zero_grad()
+        with autocast(precision, CPU):
+            loss = model.training_step({"x": x, "y": None, "size": batch})["loss"]
+        opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    step()
-    t = time.time()
-    for _ in range(steps):
-        step()
-    return steps / (time.time() - t)
+    seconds = median_seconds(step, rounds)
+    return batch / seconds, flops_of(step) / seconds / 1e9
+
+
+def sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, float]:
+    seconds = median_seconds(lambda: model.sample(batch, seed=0, batch_size=batch, precision=precision), rounds)
+    return batch / seconds, flops_of(lambda: model.sample(batch, seed=0, batch_size=batch, precision=precision)) / seconds / 1e9
+
+
+def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
+    """The network as trained (batch norm as a separate pass), for the folding's gain."""
+    from genzoo.seeding import Noise
+
+    def work():
+        with torch.inference_mode(), autocast(precision, CPU), batchnorm.source(model.net, "noise"):
+            z = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
+            return ((model.net(z) + 1) / 2).clamp(0, 1)
+
+    model.eval()
+    return batch / median_seconds(work, rounds)
+
+
+def bare_rates(conv: nn.Module, x: torch.Tensor, precision: str, rounds: int) -> dict[str, float]:
+    """GFLOP/s of the bare convolution (forward; forward + backward) and of a 2048 GEMM."""
+    conv = conv.train().requires_grad_(True)
+
+    def forward():
+        with torch.no_grad(), autocast(precision, CPU):
+            conv(x)
+
+    def both():
+        with autocast(precision, CPU):
+            out = conv(x.requires_grad_(True))
+        out.float().sum().backward()
+
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+
+    def gemm():
+        with autocast(precision, CPU):
+            a @ b
+
+    return {"conv_forward": flops_of(forward) / median_seconds(forward, rounds) / 1e9,
+            "conv_forward_backward": flops_of(both) / median_seconds(both, rounds) / 1e9,
+            "gemm_2048": flops_of(gemm) / median_seconds(gemm, rounds) / 1e9}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="ign-mnist")
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--precisions", default="fp32,bf16")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    result = {"threads": torch.get_num_threads(), "torch": torch.__version__}
     model = genzoo.load(args.model)
-    model.sample(256, seed=0)
-    for batch in (256,):
-        rates = []
-        for _ in range(3):  # the first large passes are slower (allocator and kernel warm-up): report the median
-            t = time.time()
-            model.sample(10240, seed=1, batch_size=batch)
-            rates.append(round(10240 / (time.time() - t)))
-        result[f"sample_images_per_s_batch{batch}"] = sorted(rates)[1]
-        result[f"sample_images_per_s_batch{batch}_runs"] = rates
+    conv, conv_input = heaviest_conv(model.net, torch.rand(256, *model.image_shape))
+    result: dict = {"model": args.model, "cpu": cpu_name(), "torch": torch.__version__, "rounds": args.rounds,
+                    "heaviest_conv": f"{conv} on input {tuple(conv_input.shape)}", "precisions": {}}
     fresh = type(model)(model.config)
-    for bf16 in (False, True):
-        result[f"train_steps_per_s_batch256_{'bf16' if bf16 else 'fp32'}"] = round(train_speed(fresh, 256, args.steps, bf16), 3)
+    for precision in args.precisions.split(","):
+        row: dict = {}
+        row["sample_256"] = dict(zip(("images_per_s", "gflops"), sample_rate(model, 256, precision, args.rounds)))
+        row["sample_256_unfolded_images_per_s"] = unfolded_sample_rate(model, 256, precision, args.rounds)
+        for batch in (64, 256):
+            row[f"train_{batch}"] = dict(zip(("images_per_s", "gflops"), train_rate(fresh, batch, precision, args.rounds)))
+        row["train_256_channels_last"] = dict(zip(("images_per_s", "gflops"),
+                                                  train_rate(fresh, 256, precision, args.rounds, channels_last=True)))
+        for adam in ("foreach", "fused"):
+            row[f"train_256_adam_{adam}"] = dict(zip(("images_per_s", "gflops"),
+                                                     train_rate(fresh, 256, precision, args.rounds, adam=adam)))
+        row["bare"] = bare_rates(conv, conv_input, precision, args.rounds)
+        bare = row["bare"]["conv_forward"]
+        row["sample_256_share_of_bare_conv"] = row["sample_256"]["gflops"] / bare
+        row["train_256_share_of_bare_conv"] = row["train_256"]["gflops"] / bare
+        result["precisions"][precision] = row
+        print(f"{precision}: sample {row['sample_256']['images_per_s']:.0f} img/s ({row['sample_256']['gflops']:.1f} "
+              f"GFLOP/s, {row['sample_256_share_of_bare_conv']:.0%} of the bare conv's {bare:.1f}); train b256 "
+              f"{row['train_256']['images_per_s']:.0f} img/s ({row['train_256']['gflops']:.1f} GFLOP/s, "
+              f"{row['train_256_share_of_bare_conv']:.0%}); train b64 {row['train_64']['images_per_s']:.0f} img/s; "
+              f"GEMM {row['bare']['gemm_2048']:.0f} GFLOP/s", flush=True)
     print(json.dumps(result, indent=2))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -225,3 +225,26 @@ def test_bundled_ign_mnist_draws_recognisable_digits_of_many_classes():
     _, probs = extract(feature_space(dataset="mnist"), images)
     assert probs.max(1).values.mean() > 0.85
     assert len(probs.argmax(1).unique()) == 10
+
+
+def test_folded_batch_norm_gives_the_unfolded_networks_images():
+    """Sampling and refining run f with its calibrated batch norm folded into the convolutions."""
+    from genzoo.seeding import Noise
+    from genzoo_ign import batchnorm
+
+    model = genzoo.load("ign-mnist")
+    with torch.no_grad():
+        z = model._to_noise(Noise(0, 0, 32).randn(1, 28, 28, 2))
+        with batchnorm.source(model.net, "noise"):
+            unfolded = ((model.net(z) + 1) / 2).clamp(0, 1)
+        sampled = model.sample(32, seed=0)
+        assert (sampled - unfolded).abs().max() < 1e-4
+        with batchnorm.source(model.net, "image"):
+            refined_unfolded = ((model.net(sampled * 2 - 1) + 1) / 2).clamp(0, 1)
+    assert (model.refine(sampled) - refined_unfolded).abs().max() < 1e-4
+    folded = model._inference_net("noise")
+    assert not any(isinstance(m, batchnorm.SourceBatchNorm2d) for m in folded.modules())
+    with torch.no_grad():  # a change of the weights (training, loading, calibration) rebuilds the folded copy
+        model.net[1][0].weight.mul_(0.5)
+    assert model._inference_net("noise") is not folded
+    assert not torch.allclose(model.sample(4, seed=0), sampled[:4])

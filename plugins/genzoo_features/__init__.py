@@ -1,10 +1,12 @@
-"""Built-in plugin: the feature networks behind genzoo's metrics (MNIST first)."""
+"""Built-in plugin: the feature networks behind genzoo's metrics, one per dataset."""
+
+import functools
 
 import genzoo
 
-from .model import FeatureClassifier, FeatureExtractor
+from .model import ClassifyingFeatureExtractor, FeatureClassifier, FeatureExtractor, extractor
 
-__all__ = ["FeatureClassifier", "FeatureExtractor"]
+__all__ = ["ClassifyingFeatureExtractor", "FeatureClassifier", "FeatureExtractor", "extractor"]
 
 
 @genzoo.hookimpl
@@ -12,11 +14,7 @@ def register_methods(register):
     register(FeatureClassifier)
 
 
-def mnist_features() -> FeatureExtractor:
-    return FeatureExtractor(genzoo.load("features-mnist"), "features-mnist")
-
-
 @genzoo.hookimpl
 def register_feature_extractors(register):
-    register("features-mnist", mnist_features, datasets=("mnist",),
+    register("features-mnist", functools.partial(extractor, "features-mnist"), datasets=("mnist",),
              summary="penultimate layer (128-d) of a CNN trained on the 60k MNIST training digits")

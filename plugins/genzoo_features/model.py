@@ -1,13 +1,16 @@
-"""A small CNN classifier of MNIST digits whose penultimate layer serves as the metrics' feature space.
+"""A small CNN whose penultimate layer serves as the metrics' feature space (one network per dataset).
 
 Inception weights cannot be downloaded offline, so FID/KID/precision/recall are measured in the
-128-dimensional penultimate layer of this network, trained on the 60k MNIST training images.
+penultimate layer of a network of genzoo's own: for MNIST and CIFAR-10 a classifier of the labels,
+trained on the training split; for CelebA, which has no labels here, a rotation predictor
+(objective=rotation: which of 0/90/180/270 degrees an image was turned by, a self-supervised task)
+trained on faces 1-4,000 only, so that the reference faces 4,001-5,000 are unseen.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -30,12 +33,18 @@ class FeatureClassifierConfig:
     lr: Annotated[float, Positive] = 1e-3
     weight_decay: Annotated[float, NonNegative] = 1e-4
     max_shift: Annotated[int, NonNegative] = 2  # training augmentation: random translation by up to this many pixels
+    flip: bool = False  # training augmentation: mirror half the images left-right (not for digits)
+    norm: Literal["none", "batch"] = "none"  # batch norm after each convolution (population statistics at inference)
+    objective: Literal["labels", "rotation"] = "labels"  # rotation: predict a random 90-degree turn (no labels needed)
+    schedule: Literal["constant", "cosine"] = "constant"  # cosine: the learning rate decays to 0 over --steps
     mean: float = MNIST_MEAN
     std: float = MNIST_STD
 
     def __post_init__(self) -> None:
         if self.image_size % 4:
             raise ValueError(f"image_size must be divisible by 4, got {self.image_size}")
+        if self.objective == "rotation" and self.num_classes != 4:
+            raise ValueError(f"objective=rotation predicts one of 4 turns: set num_classes=4, got {self.num_classes}")
 
 
 class FeatureClassifier(genzoo.Method):
@@ -49,11 +58,13 @@ class FeatureClassifier(genzoo.Method):
         super().__init__(config)
         c = self.config
         w = c.width
+
+        def conv(a: int, b: int) -> list[nn.Module]:
+            return [nn.Conv2d(a, b, 3, padding=1), *([nn.BatchNorm2d(b)] if c.norm == "batch" else []), nn.ReLU()]
+
         self.body = nn.Sequential(
-            nn.Conv2d(c.channels, w, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(w, w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(2 * w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            *conv(c.channels, w), *conv(w, w), nn.MaxPool2d(2),
+            *conv(w, 2 * w), *conv(2 * w, 2 * w), nn.MaxPool2d(2),
             nn.Flatten(),
             nn.Linear(2 * w * (c.image_size // 4) ** 2, c.feature_dim), nn.ReLU(),
         )
@@ -69,17 +80,39 @@ class FeatureClassifier(genzoo.Method):
         return self.head(self.features(x))
 
     def training_step(self, batch):
+        c = self.config
         x, y = batch["x"], batch["y"]
-        if y is None:
-            raise genzoo.GenzooError("feature-classifier trains on labelled data; use a dataset with labels")
-        x = _random_shift(x, self.config.max_shift)
+        if c.objective == "rotation":
+            turns = torch.randint(0, 4, (x.shape[0],), device=x.device)
+            x, y = _rotate(x, turns), turns
+        elif y is None:
+            raise genzoo.GenzooError("feature-classifier trains on labelled data; use a dataset with labels, or "
+                                     "--set objective=rotation --set num_classes=4")
+        if c.flip:
+            mirrored = torch.rand(x.shape[0], device=x.device) < 0.5
+            x = torch.where(mirrored[:, None, None, None], x.flip(3), x)
+        x = _random_shift(x, c.max_shift)
         logits = self.head(self.dropout(self.features(x)))
         loss = F.cross_entropy(logits, y)
         accuracy = (logits.argmax(1) == y).float().mean()
         return {"loss": loss, "accuracy": accuracy}
 
     def configure_optimizers(self):
-        return torch.optim.AdamW(self.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        c = self.config
+        optimizer = torch.optim.AdamW(self.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+        if c.schedule == "constant":
+            return optimizer
+        return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=0, total_steps=self.fit_steps)]
+
+
+def _rotate(x: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
+    """Image i turned by turns[i] x 90 degrees (square images)."""
+    out = x.clone()
+    for k in range(1, 4):
+        chosen = turns == k
+        if chosen.any():
+            out[chosen] = torch.rot90(x[chosen], k, dims=(2, 3))
+    return out
 
 
 def _random_shift(x: torch.Tensor, max_shift: int) -> torch.Tensor:
@@ -98,7 +131,7 @@ def _random_shift(x: torch.Tensor, max_shift: int) -> torch.Tensor:
 
 
 class FeatureExtractor(nn.Module):
-    """What the metrics use: images in [0, 1] -> features, with ``num_features`` and ``classify``."""
+    """What the metrics use: images in [0, 1] -> features, with ``num_features``."""
 
     def __init__(self, classifier: FeatureClassifier, name: str):
         super().__init__()
@@ -111,5 +144,16 @@ class FeatureExtractor(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier.features(x)
 
+
+class ClassifyingFeatureExtractor(FeatureExtractor):
+    """A feature network trained on the dataset's labels: it also classifies (class statistics, accuracy)."""
+
     def classify(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier.classify(x)
+
+
+def extractor(model_name: str) -> FeatureExtractor:
+    """The feature extractor of a bundled feature-classifier model (a classifier only if trained on labels)."""
+    classifier = genzoo.load(model_name)
+    kind = ClassifyingFeatureExtractor if classifier.config.objective == "labels" else FeatureExtractor
+    return kind(classifier, model_name)

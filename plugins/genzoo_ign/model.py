@@ -14,6 +14,7 @@ import genzoo
 from genzoo.configs import NonNegative, Positive, UnitOpen
 
 from . import batchnorm
+from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
 from .noise import fourier_noise, fourier_statistics
@@ -65,6 +66,7 @@ class IGN(genzoo.Method):
         super().__init__(config)
         c = self.config
         self.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm)
+        self._folded = FoldedCache()  # not a submodule: rebuilt from net, never saved
         stats_shape = (c.channels, c.image_size, c.image_size, 2)
         self.register_buffer("fourier_mean", torch.zeros(stats_shape))
         self.register_buffer("fourier_std", torch.ones(stats_shape))
@@ -92,15 +94,18 @@ class IGN(genzoo.Method):
 
     def sample_batch(self, noise, labels):
         z = self._to_noise(noise.randn(*self.image_shape, 2, device=self.device))
-        with batchnorm.source(self.net, "noise"):
-            return (self.net(z) + 1) / 2
+        return (self._inference_net("noise")(z) + 1) / 2
 
     def refine_batch(self, x, labels, noise, steps):
         y = x * 2 - 1
-        with batchnorm.source(self.net, "image"):
-            for _ in range(1 if steps is None else steps):
-                y = self.net(y)
+        net = self._inference_net("image")
+        for _ in range(1 if steps is None else steps):
+            y = net(y)
         return (y + 1) / 2
+
+    def _inference_net(self, source: str) -> torch.nn.Module:
+        """f with batch norm folded into its convolutions (calibrated statistics of ``source``); same outputs."""
+        return self._folded.get(self.net, source)
 
     def prepare_export(self) -> None:
         """With batch norm: recompute the per-source population statistics sampling uses."""
