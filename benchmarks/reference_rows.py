@@ -1,11 +1,15 @@
-"""Reference rows for docs/results.md: what real and degraded MNIST digits score in genzoo's metrics.
+"""Reference rows for docs/results.md: what real and degraded images score in a dataset's own features.
 
-    python benchmarks/reference_rows.py --data-root ../shared/data [-n 10000] [--json docs/results/reference.json]
+    python benchmarks/reference_rows.py --dataset mnist --data-root ../shared/data [--json docs/results/reference.json]
+    python benchmarks/reference_rows.py --dataset cifar10 --data-root ../shared/data --json docs/results/reference_cifar10.json
+    python benchmarks/reference_rows.py --dataset celeba64 --data-root ../shared/data --json docs/results/reference_celeba64.json
 
-Rows: 10k real training digits vs the 10k test digits (the floor), and the same training digits
-blurred (Gaussian, sigma 1) or with additive Gaussian noise (sigma 0.3, clamped to [0, 1]). Also
-the feature classifier's accuracy on the test set, and the time FID + KID + precision/recall take
-for 10k vs 10k images.
+Rows: real training images (a fixed random subset; all 4,000 training faces for celeba64) against
+the test split (the floor; for celeba64 the held-out faces 4,001-5,000), and the same images
+degraded: shrunk to 7/8 of their size and enlarged back (bilinear: "28 -> 32" for 32 pixels),
+Gaussian blur sigma 1, additive Gaussian noise sigma 0.1 and 0.3 (clamped to [0, 1]). A feature
+network that serves its dataset ranks them in that order. Also the feature network's own accuracy
+on the test split (labels, or the rotation it was trained to predict) and the time the metrics take.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torchvision.transforms.functional import gaussian_blur
 
 import genzoo
@@ -23,42 +28,82 @@ from genzoo.data import fixed_permutation
 from genzoo.datasets import load_dataset
 from genzoo.features import extract, feature_space
 
+DATASETS = {
+    "mnist": {"ref": "mnist:test", "train": "mnist:train", "n": 10000, "task": "digit labels"},
+    "cifar10": {"ref": "cifar10:test", "train": "cifar10:train", "n": 10000, "task": "class labels"},
+    "celeba64": {"ref": "celeba64:test", "train": "celeba64:train", "n": 4000, "task": "rotation by 0/90/180/270"},
+}
+
+
+def resized(images: torch.Tensor, factor: float = 7 / 8) -> torch.Tensor:
+    """Shrunk to ``factor`` of the size and enlarged back, bilinear (the "28 -> 32" of a 32-pixel image)."""
+    size = images.shape[-1]
+    small = F.interpolate(images, size=round(size * factor), mode="bilinear", antialias=True, align_corners=False)
+    return F.interpolate(small, size=size, mode="bilinear", align_corners=False).clamp(0, 1)
+
 
 def degraded_rows(train: torch.Tensor, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return {
-        "real training digits": train,
-        "training digits, Gaussian blur sigma 1": gaussian_blur(train, kernel_size=[7, 7], sigma=[1.0, 1.0]),
-        "training digits + noise sigma 0.3": (train + 0.3 * torch.randn(train.shape, generator=g)).clamp(0, 1),
+        "real training images": train,
+        "resized to 7/8 and back": resized(train),
+        "Gaussian blur sigma 1": gaussian_blur(train, kernel_size=[7, 7], sigma=[1.0, 1.0]),
+        "additive noise sigma 0.1": (train + 0.1 * torch.randn(train.shape, generator=g)).clamp(0, 1),
+        "additive noise sigma 0.3": (train + 0.3 * torch.randn(train.shape, generator=g)).clamp(0, 1),
     }
+
+
+def feature_accuracy(space, test) -> float:
+    """The feature network's accuracy on the test split: on its labels, or on the turns it learnt to predict."""
+    images = test.floats()
+    if space.can_classify():
+        _, probs = extract(space, images)
+        return float((probs.argmax(1) == test.labels).double().mean())
+    from genzoo_features.model import _rotate
+
+    classifier = space.module.classifier
+    turns = torch.arange(len(images)) % 4
+    with torch.no_grad():
+        logits = torch.cat([classifier.classify(_rotate(images[i:i + 500], turns[i:i + 500]))
+                            for i in range(0, len(images), 500)])
+    return float((logits.argmax(1) == turns).double().mean())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="mnist", choices=sorted(DATASETS))
     parser.add_argument("--data-root", default="../shared/data")
-    parser.add_argument("-n", type=int, default=10000)
+    parser.add_argument("-n", type=int, default=None, help="Real images per row (default: the dataset's).")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    setting = DATASETS[args.dataset]
 
-    test = load_dataset("mnist:test", args.data_root)
-    space = feature_space(dataset="mnist")
-    _, probs = extract(space, test.floats())
-    accuracy = float((probs.argmax(1) == test.labels).double().mean())
-    print(f"feature classifier accuracy on the 10k test digits: {accuracy:.4f}", flush=True)
+    test = load_dataset(setting["ref"], args.data_root)
+    space = feature_space(dataset=args.dataset)
+    accuracy = feature_accuracy(space, test)
+    print(f"{space.name}: accuracy {accuracy:.4f} on {setting['ref']} ({setting['task']})", flush=True)
 
-    train = load_dataset("mnist:train", args.data_root)
-    index = fixed_permutation(len(train), seed=1)[: args.n]
+    train = load_dataset(setting["train"], args.data_root)
+    index = fixed_permutation(len(train), seed=1)[: args.n or setting["n"]]
+    labels = train.labels[index] if train.labels is not None else None
+    metrics = "fid,kid,precision,recall" + (",accuracy" if space.can_classify() else "")
     rows = {}
     for name, images in degraded_rows(train.floats(index)).items():
         t = time.time()
-        report = genzoo.evaluate(images, n=len(images), ref="mnist:test", labels=train.labels[index],
-                                 metrics="fid,kid,precision,recall,accuracy", data_root=args.data_root, progress=False)
+        report = genzoo.evaluate(images, n=len(images), ref=setting["ref"], labels=labels, metrics=metrics,
+                                 data_root=args.data_root, progress=False,
+                                 kid_subset_size=min(1000, len(test), len(images)))
         report["wall_seconds"] = round(time.time() - t, 1)
         rows[name] = report
         m = report["metrics"]
-        print(f"{name}: FID {m['fid']:.2f}  KID {m['kid']['mean']:.4f}  P {m['precision']:.3f}  R {m['recall']:.3f}  "
-              f"acc {m['accuracy']:.4f}  entropy {m['classes']['entropy']:.4f}  ({report['seconds']})", flush=True)
-    result = {"feature_classifier_test_accuracy": accuracy, "rows": rows}
+        extra = f"  acc {m['accuracy']:.4f}  entropy {m['classes']['entropy']:.4f}" if "accuracy" in m else ""
+        print(f"{name}: FID {m['fid']:.2f}  KID {m['kid']['mean']:.4f}  P {m['precision']:.3f}  R {m['recall']:.3f}"
+              f"{extra}  ({report['seconds']})", flush=True)
+    fids = [rows[name]["metrics"]["fid"] for name in rows]
+    ordered = all(a < b for a, b in zip(fids, fids[1:]))
+    print(f"rows ranked in the expected order: {ordered}", flush=True)
+    result = {"dataset": args.dataset, "feature_network": space.name, "feature_network_accuracy": accuracy,
+              "accuracy_task": setting["task"], "ranked_in_order": ordered, "rows": rows}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

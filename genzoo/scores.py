@@ -140,6 +140,28 @@ def max_ssim(generated: torch.Tensor, train: torch.Tensor, *, candidates: int = 
     return torch.cat(best)
 
 
+def within_class_distance(features: torch.Tensor, labels: torch.Tensor, *, per_class: int = 500,
+                          seed: int = 0) -> tuple[float, list[float | None]]:
+    """Mean pairwise feature distance among images of one label, averaged over labels (and per label).
+
+    At most ``per_class`` images of each label (a fixed random subset) enter, so the cost stays
+    quadratic in ``per_class`` only. A collapsed generator scores about 0; real images set the scale.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    per_label: list[float | None] = []
+    for c in range(int(labels.max()) + 1 if len(labels) else 0):
+        members = (labels == c).nonzero()[:, 0]
+        if len(members) < 2:
+            per_label.append(None)
+            continue
+        members = members[torch.randperm(len(members), generator=generator)[:per_class]]
+        f = features[members].double()
+        d = torch.cdist(f, f)
+        per_label.append(float(d.sum() / (len(f) * (len(f) - 1))))
+    present = [v for v in per_label if v is not None]
+    return (sum(present) / len(present) if present else float("nan")), per_label
+
+
 def nearest_feature_distance(generated: torch.Tensor, train: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
     """For each generated feature vector, the L2 distance to the nearest training feature vector."""
     return torch.cat([torch.cdist(generated[s:s + chunk], train).min(1).values for s in range(0, len(generated), chunk)])
@@ -249,6 +271,13 @@ def _accuracy(s: Scoring) -> dict[str, Any]:
     return {"accuracy": stats["accuracy"], "accuracy_per_label": stats["accuracy_per_label"]}
 
 
+def _diversity(s: Scoring) -> dict[str, Any]:
+    if s.labels is None:
+        return {}
+    mean, per_label = within_class_distance(s.fake, s.labels.cpu())
+    return {"diversity": mean, "diversity_per_label": [None if v is None else round(v, 4) for v in per_label]}
+
+
 def _memorization(s: Scoring) -> dict[str, Any]:
     o = s.options
     train = s.train()
@@ -277,6 +306,8 @@ BUILTIN_METRICS: dict[str, MetricEntry] = {e.name: e for e in (
                 "share of reference images inside the samples' k-NN manifold", check=_check_k),
     MetricEntry("accuracy", _accuracy, "agreement of the feature classifier with the requested labels, overall and "
                 "per label (class-conditional sources)", frozenset({"classes"})),
+    MetricEntry("diversity", _diversity, "mean pairwise feature distance among images of one label, averaged over "
+                "labels (labelled sources; real images of the reference set the scale)"),
     MetricEntry("memorization", _memorization, "mean max-SSIM and nearest-neighbour feature distance of a fixed "
                 "subset of samples to the training images", frozenset({"train"}), check=_check_memorization),
 )}

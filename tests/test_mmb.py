@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 import genzoo
 from genzoo.cli import cli
+from genzoo.errors import GenzooError
 from genzoo.plugins import get_host
 from genzoo_mmb.classifier import ClassifierConfig, MMBClassifier
 from genzoo_mmb.generator import GeneratorConfig, MMBGenerator
@@ -223,3 +224,50 @@ def test_the_plugin_registers_its_methods_and_command():
     host = get_host()
     assert {"mmb", "mmb-classifier", "mmb-reconstruct"} <= set(host.methods)
     assert not host.plugins["mmb"].errors
+
+
+def test_a_code_book_generator_lands_near_the_training_points_and_samples_fresh_ones(toy_classifier, tmp_path):
+    path, x, y, _ = toy_classifier
+    torch.manual_seed(0)
+    gen = MMBGenerator(GeneratorConfig(classifiers=(str(path),), latent=2, width=64, codes=60, lr=3e-3))
+    gen.setup_fit(None)
+    run_steps(gen, 600)
+    gen.prepare_export()
+    codes = gen.generate(torch.nn.functional.normalize(gen.codes, dim=1), gen.code_labels).detach().flatten(1)
+    spread = (x.flatten(1) - torch.stack([x.flatten(1)[y == c].mean(0) for c in range(3)])[y]).norm(dim=1).pow(2).mean().sqrt()
+    assert torch.cdist(codes, x.flatten(1)).min(1).values.mean() < 0.5 * spread
+    again = genzoo.load(genzoo.save_pretrained(gen, tmp_path / "gen"))  # the densities travel as buffers
+    labels = torch.arange(30) % 3
+    fresh = again.sample(30, labels=labels, seed=1)
+    assert torch.equal(fresh, gen.sample(30, labels=labels, seed=1))
+    assert not torch.allclose(fresh, again.sample(30, labels=labels, seed=2))  # fresh codes, not a fixed set
+    near = again.sample(30, labels=labels, seed=1, temperature=0.0)  # the label's mean code
+    assert torch.allclose(near[0::3], near[0].expand(10, -1, -1, -1))
+    with pytest.raises(GenzooError, match="codes=61"):
+        MMBGenerator(GeneratorConfig(classifiers=(str(path),), latent=2, width=16, codes=61)).setup_fit(None)
+
+
+def test_interpolation_walks_between_two_samples_of_one_label(tmp_path, plugin_commands):
+    runner = CliRunner()
+    out = tmp_path / "walk.png"
+    result = runner.invoke(plugin_commands, ["mmb", "interpolate", "mmb-mnist", "--label", "3", "--pairs", "2", "--steps", "5",
+                                 "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    from genzoo.images import load_images
+
+    images, _ = load_images(out)
+    gen = genzoo.load("mmb-mnist")
+    walk = gen.interpolate(3, pairs=2, steps=5)
+    assert images.shape == (10, 1, 28, 28) and (images - walk).abs().max() <= 0.5 / 255 + 1e-6
+    assert not torch.allclose(walk[0], walk[4])  # the two ends of a walk differ
+    bad = runner.invoke(plugin_commands, ["mmb", "interpolate", "mmb-mnist", "--label", "12", "-o", str(tmp_path / "x.png")])
+    assert bad.exit_code == 1 and "label must be in 0..9" in bad.output
+
+
+def test_mode_seeking_ratio_grows_with_spread_images():
+    from genzoo_mmb.generator import mode_seeking_ratio
+
+    z = torch.randn(8, 4)
+    labels = torch.arange(8) % 2
+    x = torch.rand(8, 1, 4, 4)
+    assert mode_seeking_ratio(2 * x, z, labels) == pytest.approx(2 * mode_seeking_ratio(x, z, labels))

@@ -86,3 +86,31 @@ def kkt_command(classifier: str, dataset: str, data_root: str | None, stationari
     euler = float((lam * q.double()).sum()) / top
     if math.isfinite(euler) and euler > 0:
         click.echo(f"Euler check: ||theta~_max||^2 = {block_sq:.4g}; (1 / Lambda_max) sum_i lambda_i q_i = {euler:.4g}")
+
+
+@group.command("interpolate")
+@click.argument("model", default="mmb")
+@click.option("--label", type=int, required=True, help="The class to walk within.")
+@click.option("--pairs", default=4, show_default=True, type=click.IntRange(min=1), help="Walks (grid rows).")
+@click.option("--steps", default=9, show_default=True, type=click.IntRange(min=2), help="Images per walk (grid columns).")
+@click.option("--seed", default=0, show_default=True, help="Picks the two end latents of each walk.")
+@click.option("--classifier", default=0, show_default=True, help="Which classifier's generator (multi-classifier models).")
+@click.option("-o", "--output", default="walk.png", show_default=True, help="The grid (.png or .jpg).")
+def interpolate_command(model: str, label: int, pairs: int, steps: int, seed: int, classifier: int, output: str) -> None:
+    """Draw walks between two latents of one label: each row starts at one sample and ends at another.
+
+    With a code-book model (codes > 0) both ends are fresh draws of the label's code density and the
+    walk follows the sphere (slerp); otherwise it is a straight line between two Gaussian latents.
+    """
+    import genzoo
+    from genzoo.images import output_target, save_grid
+
+    path, fmt = output_target(output, None, "walk")
+    if fmt != "grid":
+        raise genzoo.GenzooError(f"-o {output}: an interpolation is written as one grid image (.png or .jpg)")
+    generator = genzoo.load(model)
+    if generator.name != "mmb":
+        raise genzoo.GenzooError(f"{model} is a {generator.name!r} model; interpolation walks an mmb generator's latents")
+    images = generator.interpolate(label, pairs=pairs, steps=steps, seed=seed, classifier=classifier)
+    save_grid(images, path, nrow=steps)
+    click.echo(f"wrote {pairs} walk(s) of {steps} images of label {label} to {path}")
