@@ -8,7 +8,8 @@ HEADER = """# genzoo command line
 
 Every verb is a thin shell over the Python API (`genzoo.load`, `Method.sample`/`refine`,
 `genzoo.fit`, `genzoo.evaluate`, `genzoo.push_to_hub`). Errors are one line starting with
-`Error:` and exit with status 1. Plugins may add verbs (`genzoo plugins` lists them).
+`Error:` and exit with status 1. Plugins may add verbs (`genzoo plugins` lists them);
+`genzoo new-plugin NAME` starts one ([plugins.md](plugins.md)).
 
 Model names: a registry name or alias (`genzoo list`), a method name (its default model), a
 model directory (a `genzoo fit --out` folder is one), or `hf://ORG/NAME[@REVISION]`.

@@ -175,9 +175,12 @@ def build_config(config_cls: type, values: dict[str, Any], *, where: str = "conf
         if key in names and _is_number(kwargs.get(key)):
             _check_range(kwargs[key], rule, f"{where} field {key!r}")
     try:
-        return config_cls(**kwargs)
+        config = config_cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise GenzooError(f"{where}: {exc}") from None
+    for key in set(names) - set(kwargs):  # the defaults too: a plugin's default can be out of its own range
+        coerce_value(getattr(config, key), hints[key], f"{where} field {key!r} (its default)")
+    return config
 
 
 def _is_number(value: Any) -> bool:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from .data import DatasetEntry, ImageData, choose_split, default_root, file_dataset
+from .errors import GenzooError
 from .plugins import get_host
 
 
@@ -30,7 +31,23 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
         return data
     entry = dataset_entry(spec)
     split = choose_split(entry, spec.partition(":")[2], default_split)
-    return entry.load(Path(root).expanduser() if root is not None else default_root(), split)
+    data = entry.load(Path(root).expanduser() if root is not None else default_root(), split)
+    _check_declared(entry, data)
+    return data
+
+
+def _check_declared(entry: DatasetEntry, data: ImageData) -> None:
+    """A dataset's images and labels are what its table row says (a plugin's loader may drift from it)."""
+    where = f"dataset {entry.name!r} ({entry.source})"
+    if tuple(data.image_shape) != tuple(entry.shape):
+        raise GenzooError(f"{where} is declared as {entry.shape} (C, H, W) images but its files hold "
+                          f"{tuple(data.image_shape)}; fix the files under the data root or the declaration")
+    if entry.num_classes and data.labels is None:
+        raise GenzooError(f"{where} is declared with {entry.num_classes} classes but its loader returned no labels")
+    if data.labels is not None and len(data.labels) and not (0 <= int(data.labels.min()) and
+                                                             int(data.labels.max()) < max(entry.num_classes, 1)):
+        raise GenzooError(f"{where} has labels in [{int(data.labels.min())}, {int(data.labels.max())}] but is declared "
+                          f"with {entry.num_classes} classes")
 
 
 def known_datasets() -> list[DatasetEntry]:

@@ -227,7 +227,9 @@ class Method(nn.Module):
         """One step's losses: ``{"loss": scalar to minimise, other scalars to log}``.
 
         ``batch["x"]`` is float NCHW in [0, 1] on the training device, ``batch["y"]`` the labels
-        (or None); methods with ``needs_data = False`` get an empty batch with ``batch["size"]``.
+        (or None), ``batch["size"]`` the batch size of this process; methods with
+        ``needs_data = False`` get ``{"x": None, "y": None, "size": n}``. Every scalar besides
+        ``loss`` is logged.
         """
         raise NotImplementedError
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.metadata as importlib_metadata
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -229,6 +230,9 @@ class PluginHost:
         def register(name: str, load: Callable[[Path, str], Any], *, shape: tuple[int, int, int], summary: str = "",
                      num_classes: int = 0, splits: dict[str, int | None] | None = None, files: str = "",
                      default_split: str = "train", license: str = "") -> None:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name or ""):
+                raise GenzooError(f"dataset name {name!r} must be lower-case letters, digits, '.', '-' or '_' "
+                                  f"(it is written --dataset NAME[:SPLIT])")
             if name in self.datasets or name in ("npz", "folder"):
                 other = self.datasets[name].source if name in self.datasets else "genzoo (a spec prefix)"
                 raise GenzooError(f"dataset {name!r} from plugin {info.name!r} is already registered by {other}")
@@ -264,15 +268,18 @@ class PluginHost:
             impl = self._impl(plugin, "register_commands") if plugin is not None else None
             if impl is None:
                 continue
-            before = set(cli.commands)
+            before = dict(cli.commands)
             try:
                 impl(cli)
+                replaced = sorted(n for n, command in before.items() if cli.commands.get(n) is not command)
+                if replaced:
+                    raise GenzooError(f"it tried to replace the command(s) {replaced}; give its commands other names")
             except Exception as exc:
                 info.errors.append(f"register_commands failed: {_one_line(exc)}")
-                for added in set(cli.commands) - before:
-                    cli.commands.pop(added)
+                cli.commands.clear()
+                cli.commands.update(before)
                 continue
-            info.commands = sorted(set(cli.commands) - before)
+            info.commands = sorted(set(cli.commands) - set(before))
 
     # -- lookups ------------------------------------------------------------------------------
 

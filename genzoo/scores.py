@@ -194,7 +194,7 @@ class Scoring:
     ``real``/``fake``: reference and sample features (N, D); ``probs``: the feature network's class
     probabilities of the samples (None if it cannot classify); ``labels``: the labels the samples
     were made for (None if unconditional); ``images``: the samples, float NCHW in [0, 1];
-    ``options``: the evaluation's settings (:class:`genzoo.evaluate.EvalOptions`).
+    ``options``: the evaluation's settings (:class:`genzoo.evaluation.EvalOptions`).
     """
 
     real: torch.Tensor

@@ -3,6 +3,8 @@
 import json
 import types
 
+import numpy as np
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -63,12 +65,14 @@ def test_register_feature_extractors_hook(toy_site):
 
 
 def test_register_commands_hook(toy_site):
+    before = dict(cli.commands)
     get_host().add_commands(cli)
     try:
         result = CliRunner().invoke(cli, ["toy-hello"])
         assert result.exit_code == 0 and "hello from toy" in result.output
     finally:
-        cli.commands.pop("toy-hello", None)
+        cli.commands.clear()
+        cli.commands.update(before)
 
 
 def test_plugin_that_fails_to_import_is_reported_and_others_keep_working(tmp_path, monkeypatch, toy_site):
@@ -131,3 +135,58 @@ def test_missing_method_gives_a_clear_message(monkeypatch):
     assert result.exit_code == 1
     assert "'ign'" in result.output and "plugin" in result.output
     assert "Traceback" not in result.output
+
+
+def _plugin(**hooks):
+    plugin = types.SimpleNamespace()
+    for name, function in hooks.items():
+        setattr(plugin, name, genzoo.hookimpl(function))
+    return plugin
+
+
+def test_register_datasets_hook_adds_a_named_dataset_checked_against_its_declaration(tmp_path):
+    import numpy as np
+
+    from genzoo.datasets import load_dataset
+
+    def load(root, split):
+        return np.full((6, 4, 4), 7 if split == "train" else 9, np.uint8), np.arange(6) % 2
+
+    host = get_host()
+    info = host.add(_plugin(register_datasets=lambda register: (
+        register("sevens", load, shape=(1, 4, 4), num_classes=2, splits={"train": 6, "test": 6}, files="nothing"),
+        register("liars", load, shape=(3, 4, 4), num_classes=2))), name="data-plugin")
+    assert info.error is None and info.datasets == ["sevens", "liars"]
+    data = load_dataset("sevens:test", tmp_path)
+    assert data.images.shape == (6, 1, 4, 4) and int(data.images.max()) == 9 and data.labels.tolist() == [0, 1] * 3
+    with pytest.raises(genzoo.GenzooError, match=r"declared as \(3, 4, 4\) .* hold \(1, 4, 4\)"):
+        load_dataset("liars", tmp_path)
+    bad = host.add(_plugin(register_datasets=lambda register: register("Capitals", load, shape=(1, 4, 4))), name="bad")
+    assert "lower-case" in bad.error and "Capitals" not in host.datasets
+    result = CliRunner().invoke(cli, ["datasets"])
+    assert result.exit_code == 0 and "sevens:" in result.output and "celeba64:" in result.output
+
+
+def test_register_metrics_hook_adds_a_metric_eval_can_name(toy_site, toy_npz):
+    host = get_host()
+    host.add(_plugin(register_metrics=lambda register: register(
+        "mean-brightness", lambda scoring: float(scoring.images.mean()), summary="mean pixel")), name="metric-plugin")
+    report = genzoo.evaluate(f"npz:{toy_npz}", n=64, ref=f"npz:{toy_npz}", features="toy-features",
+                             metrics="fid,mean-brightness", progress=False)
+    assert report["metrics"]["mean-brightness"] == pytest.approx(float(np.load(toy_npz)["x"].mean() / 255), abs=1e-6)
+    bad = host.add(_plugin(register_metrics=lambda register: register("fid", lambda s: 0.0)), name="clash")
+    assert "already registered by genzoo" in bad.error
+
+
+def test_a_plugin_command_may_not_replace_a_built_in_verb():
+    import click
+
+    def replace_sample(cli):  # pluggy matches hook arguments by name
+        cli.add_command(click.Command("sample", callback=lambda: None))
+
+    host = PluginHost(load_entry_points=False)
+    info = host.add(_plugin(register_commands=replace_sample), name="hijack")
+    original = cli.commands["sample"]
+    host.add_commands(cli)
+    assert cli.commands["sample"] is original
+    assert "tried to replace the command(s) ['sample']" in info.error
