@@ -1,6 +1,7 @@
 """Class balance and FID of every checkpoint a run kept (its EMA weights), to choose one.
 
     python benchmarks/ign_checkpoint_sweep.py /work/runs/ign-ft --data-root ../shared/data [-n 5000] [--seed 1]
+    python benchmarks/ign_checkpoint_sweep.py /work/runs/ign-cifar10 --ref cifar10:test --data-root ../shared/data
 
 Scores with a different noise seed (default 1) from the one the reported numbers use (seed 0 in
 `ign_quality.py`), so choosing a checkpoint here does not also choose the noise it is judged on.
@@ -26,15 +27,24 @@ def main() -> None:
     parser.add_argument("--data-root", default="../shared/data")
     parser.add_argument("-n", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--ref", default="mnist:test")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = []
     for checkpoint in sorted((args.run / "checkpoints").glob("step-*")):
         model, _ = model_from_checkpoint(args.run, int(checkpoint.name.split("-")[1]))
-        report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics="fid", data_root=args.data_root, progress=False)
-        hist = report["metrics"]["classes"]["histogram"]
+        report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics="fid", ref=args.ref, data_root=args.data_root,
+                                 progress=False)
+        classes = report["metrics"].get("classes")
+        if classes is None:  # a feature network without classes (celeba64): FID only
+            rows.append({"checkpoint": checkpoint.name, "fid": report["metrics"]["fid"]})
+            print(f"{checkpoint.name}: FID {report['metrics']['fid']:.1f}", flush=True)
+            continue
+        hist = classes["histogram"]
         row = {"checkpoint": checkpoint.name, "fid": report["metrics"]["fid"], "histogram": hist,
-               "min_class": min(range(10), key=hist.__getitem__), "max_class": max(range(10), key=hist.__getitem__),
+               "entropy": classes["entropy"],
+               "min_class": min(range(len(hist)), key=hist.__getitem__),
+               "max_class": max(range(len(hist)), key=hist.__getitem__),
                "in_band": BAND[0] <= min(hist) and max(hist) <= BAND[1]}
         rows.append(row)
         print(f"{checkpoint.name}: FID {row['fid']:.1f}  min {min(hist):.4f} (digit {row['min_class']})  "
