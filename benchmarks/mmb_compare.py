@@ -1,13 +1,18 @@
-"""The MMB paper's comparison: generator vs per-image reconstruction, from the same classifier.
+"""MMB generators against the per-image reconstruction baseline and real digits, on the targets of issue 15.
 
-    python benchmarks/mmb_compare.py --generator mmb-mnist --reconstruct RUN_DIR \
+    python benchmarks/mmb_compare.py --generators mmb-mnist,RUN_DIR,... --reconstruct RUN_DIR \
         --classifier mmb-mnist-classifier --data-root ../shared/data [--json docs/results/mmb.json]
 
-Both are scored on 500 images (the reconstruction has exactly M = 500; FID at 500 samples is
-biased upwards, equally for both), the generator also on 10,000. Memorisation: mean over images of
-the max SSIM to (a) the classifier's 500 training images and (b) all 60k MNIST training images
-(pixel-L2 prefilter to 64 candidates), and the mean nearest-neighbour distance in genzoo's features.
-Accuracy: the eval classifier's agreement with the requested labels.
+Each source gives 10,000 images, 1,000 per label (labels i mod 10, seed 0; the reconstruction's 500
+images repeat, 20 times each), scored in features-mnist against the MNIST test set:
+- diversity: mean pairwise feature distance among images of one label, averaged over labels, and
+  its share of the same figure for the 10,000 real test digits (the target is >= 30%);
+- label accuracy: how often features-mnist predicts the requested label, overall and per label;
+- novelty: mean nearest-neighbour feature distance from 1,000 of the images (a fixed subset) to
+  the classifier's 500 training digits, and their mean max-SSIM to those digits (the target: at
+  least / at most the reconstruction's);
+- FID (and precision, recall).
+Real test digits get the same diversity and novelty figures, for scale.
 """
 
 from __future__ import annotations
@@ -16,41 +21,54 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
 import genzoo
 from genzoo.datasets import load_dataset
+
+METRICS = "fid,precision,recall,accuracy,diversity,memorization"
+
+
+def summary(report: dict, real_diversity: float | None) -> dict:
+    m = report["metrics"]
+    row = {"fid": m.get("fid"), "precision": m.get("precision"), "recall": m.get("recall"),
+           "accuracy": m.get("accuracy"), "accuracy_per_label": m.get("accuracy_per_label"),
+           "diversity": m.get("diversity"), "diversity_per_label": m.get("diversity_per_label"),
+           "nn_feature_distance_to_classifier_train": m["memorization"]["nn_feature_distance_mean"],
+           "max_ssim_to_classifier_train": m["memorization"]["max_ssim_mean"]}
+    if real_diversity:
+        row["diversity_share_of_real"] = row["diversity"] / real_diversity
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--generator", default="mmb-mnist")
-    parser.add_argument("--reconstruct", required=True)
+    parser.add_argument("--generators", default="mmb-mnist")
+    parser.add_argument("--reconstruct", default=None)
     parser.add_argument("--classifier", default="mmb-mnist-classifier")
     parser.add_argument("--data-root", default="../shared/data")
+    parser.add_argument("-n", type=int, default=10000)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
     classifier = genzoo.load(args.classifier)
     train = load_dataset("mnist:train", args.data_root)
-    subset = train.subset(classifier.indices, name=f"{args.classifier} training subset (500 images)")
-    common = dict(ref="mnist:test", data_root=args.data_root, progress=False, kid_subset_size=250, kid_subsets=100)
-    metrics = "fid,kid,precision,recall,accuracy,memorization"
+    subset = train.subset(classifier.indices, name=f"{args.classifier} training subset ({len(classifier.indices)} images)")
+    test = load_dataset("mnist:test", args.data_root)
+    common = dict(ref="mnist:test", data_root=args.data_root, progress=False, train=subset, memorization_n=1000)
     rows = {}
-    recon = genzoo.load(args.reconstruct)
-    m = recon.config.count
-    for name, model, n in ((f"{args.generator} (n={m})", genzoo.load(args.generator), m),
-                           (f"reconstruction baseline (n={m})", recon, m),
-                           (f"{args.generator} (n=10000)", genzoo.load(args.generator), 10000)):
-        for train_name, train_set in (("classifier's 500", subset), ("all 60k", "mnist:train")):
-            kid_size = 250 if n <= 500 else 1000
-            report = genzoo.evaluate(model, n=n, metrics=metrics, train=train_set, memorization_n=min(n, 1000),
-                                     **{**common, "kid_subset_size": kid_size})
-            rows[f"{name} vs {train_name}"] = report
-            r = report["metrics"]
-            print(f"{name} / {train_name}: FID {r['fid']:.1f} acc {r['accuracy']:.3f} entropy "
-                  f"{r['classes']['entropy']:.3f} max-SSIM {r['memorization']['max_ssim_mean']:.3f} "
-                  f"NN-feat {r['memorization']['nn_feature_distance_mean']:.2f}", flush=True)
+    real = genzoo.evaluate(test.floats(), n=len(test), labels=test.labels, metrics="diversity,memorization", **common)
+    real_diversity = real["metrics"]["diversity"]
+    rows["real test digits"] = {"diversity": real_diversity, "diversity_share_of_real": 1.0,
+                                "nn_feature_distance_to_classifier_train": real["metrics"]["memorization"]["nn_feature_distance_mean"],
+                                "max_ssim_to_classifier_train": real["metrics"]["memorization"]["max_ssim_mean"]}
+    sources = [s for s in args.generators.split(",") if s] + ([args.reconstruct] if args.reconstruct else [])
+    for source in sources:
+        report = genzoo.evaluate(source, n=args.n, metrics=METRICS, **common)
+        rows[source] = summary(report, real_diversity)
+    for name, row in rows.items():
+        text = "  ".join(f"{k} {v:.3f}" for k, v in row.items() if isinstance(v, float))
+        worst = row.get("accuracy_per_label")
+        extra = f"  worst label {min(range(10), key=lambda c: worst[c])} at {min(worst):.3f}" if worst else ""
+        print(f"{name}: {text}{extra}", flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(rows, indent=2, default=str) + "\n")
