@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+import click
 from click.testing import CliRunner
 
 import genzoo
@@ -129,3 +130,31 @@ def test_a_scaffolded_plugin_installs_and_passes_its_own_tests(tmp_path):
                            cwd=project, env=env, capture_output=True, text=True, timeout=900)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert " passed" in tests.stdout
+
+
+@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.train:FitOptions"), ("eval", "genzoo.evaluation:EvalOptions")])
+def test_cli_defaults_agree_with_the_options_dataclass(verb, options_cls):
+    """Every CLI option built from FitOptions/EvalOptions has the dataclass's default, and every
+    CLI-visible field has an option: the Python API and `genzoo fit/eval` cannot drift apart."""
+    import dataclasses
+    import importlib
+
+    module, name = options_cls.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    command = cli.get_command(click.Context(cli), verb)
+    params = {p.name: p for p in command.params}
+    visible = [f for f in dataclasses.fields(cls) if f.metadata.get("cli", True)]
+    assert visible
+    for f in visible:
+        assert f.name in params, f"{verb}: field {f.name} has no option"
+        param = params[f.name]
+        if f.default is dataclasses.MISSING:
+            assert param.required, f"{verb} --{f.name}: required in Python, optional on the command line"
+        else:
+            assert param.default == f.default, f"{verb} --{f.name}: CLI default {param.default!r} != {f.default!r}"
+    defaults = cls(**{f.name: "x" for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                      and f.default_factory is dataclasses.MISSING})
+    ctx = command.make_context(verb, ["m"] + (["--steps", "1", "--out", "o"] if verb == "fit" else []))
+    for f in visible:
+        if f.default is not dataclasses.MISSING:
+            assert ctx.params[f.name] == getattr(defaults, f.name)
