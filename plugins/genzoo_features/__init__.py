@@ -18,3 +18,5 @@ def register_methods(register):
 def register_feature_extractors(register):
     register("features-mnist", functools.partial(extractor, "features-mnist"), datasets=("mnist",),
              summary="penultimate layer (128-d) of a CNN trained on the 60k MNIST training digits")
+    register("features-cifar10", functools.partial(extractor, "features-cifar10"), datasets=("cifar10", "cifar10-exact"),
+             summary="penultimate layer (256-d) of a CNN trained on the 10k CIFAR-10 training images (70.9% test accuracy)")
