@@ -245,3 +245,34 @@ def test_folded_batch_norm_gives_the_unfolded_networks_images():
         model.net[1][0].weight.mul_(0.5)
     assert model._inference_net("noise") is not folded
     assert not torch.allclose(model.sample(4, seed=0), sampled[:4])
+
+
+@pytest.mark.parametrize("c_in, c_out, size", [(64, 1, 14), (8, 3, 5), (16, 4, 1)])
+def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_in, c_out, size):
+    from genzoo_ign.inference import SubpixelTransposedConv
+
+    torch.manual_seed(0)
+    layer = torch.nn.ConvTranspose2d(c_in, c_out, 4, 2, 1)
+    x = torch.randn(3, c_in, size, size)
+    with torch.no_grad():
+        assert (SubpixelTransposedConv(layer)(x) - layer(x)).abs().max() < 1e-5
+
+
+def test_a_transposed_conv_of_a_1x1_input_runs_as_a_matrix_product_and_falls_back_otherwise():
+    from genzoo_ign.inference import PointTransposedConv
+
+    torch.manual_seed(0)
+    layer = torch.nn.ConvTranspose2d(10, 6, 7)
+    point = PointTransposedConv(layer)
+    with torch.no_grad():
+        for size in (1, 3):
+            x = torch.randn(4, 10, size, size)
+            assert (point(x) - layer(x)).abs().max() < 1e-5
+
+
+def test_the_folded_network_uses_the_cheaper_exact_layers():
+    from genzoo_ign.inference import PointTransposedConv, SubpixelTransposedConv
+
+    folded = genzoo.load("ign-mnist")._inference_net("noise")
+    kinds = {type(m) for m in folded.modules()}
+    assert PointTransposedConv in kinds and SubpixelTransposedConv in kinds
