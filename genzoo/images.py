@@ -43,6 +43,15 @@ def _columns(n: int, nrow: int | None) -> int:
     return nrow or max(1, math.ceil(math.sqrt(n)))
 
 
+def _publish(tmp: str, path: Path) -> None:
+    """Rename a finished temp file into place with the permissions a plain open() would have given
+    it (mkstemp makes files readable by their owner only)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)
+    os.replace(tmp, path)
+
+
 def save_png(image: torch.Tensor, path: str | os.PathLike, *, text: dict[str, str] | None = None) -> Path:
     """Write one C x H x W float image to PNG (or JPEG, by the suffix), atomically (temp file, then rename)."""
     from PIL import Image, PngImagePlugin
@@ -62,7 +71,7 @@ def save_png(image: torch.Tensor, path: str | os.PathLike, *, text: dict[str, st
             pil.save(tmp, format="PNG", pnginfo=info)
         else:
             pil.save(tmp, format="JPEG", quality=95)
-        os.replace(tmp, path)
+        _publish(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -139,7 +148,7 @@ def save_images(
         os.close(fd)
         try:
             np.savez_compressed(tmp, **arrays)
-            os.replace(tmp, out)
+            _publish(tmp, out)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

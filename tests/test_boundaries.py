@@ -294,3 +294,17 @@ def test_licence_strings_map_to_the_hubs_identifiers(text, expected):
     assert meta["license"] == expected["license"]
     if meta["license"] == "other":
         assert meta["license_name"]
+
+
+def test_written_images_get_the_usual_file_permissions(tmp_path):
+    """Atomic writes go through a temp file; the result is as readable as any file the user makes."""
+    from genzoo.images import save_images, save_png
+
+    mask = os.umask(0o022)
+    try:
+        png = save_png(torch.rand(3, 4, 4), tmp_path / "a.png")
+        npz = save_images(torch.rand(2, 1, 4, 4), tmp_path / "a.npz", fmt="npz")
+    finally:
+        os.umask(mask)
+    for path in (png, npz):
+        assert path.stat().st_mode & 0o777 == 0o644
