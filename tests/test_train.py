@@ -143,7 +143,8 @@ def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, to
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, each process takes half the
     global batch and DDP averages gradients, so with no noise in the step the result equals one process."""
     args = ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "4", "--batch-size", "8",
-            "--set", "noise_weight=0", "--checkpoint-every", "2", "--sample-every", "0", "--no-progress"]
+            "--set", "noise_weight=0", "--checkpoint-every", "2", "--sample-every", "0", "--no-progress",
+            "--precision", "fp32"]  # auto probes per process batch (4 vs 8) and may pick bf16 for one of them
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29533",
