@@ -7,7 +7,8 @@ training images/s at batch 64 and 256 (the method's own training_step and Adam),
 at batch 256 (``model.sample``: noise, batching, clamping included), the FLOPs of each counted by
 torch's FlopCounterMode, and in the same run the GFLOP/s of a bare convolution with the shape of
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
-rounds. Variants measured alongside: sampling with batch norm left unfolded, channels-last memory
+rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
+exact rewrites of the transposed convolutions (genzoo_ign.inference), channels-last memory
 format for sampling and training, and Adam's foreach and fused implementations. Run it on an idle
 machine: another job on the cores halves some figures and not others.
 """
@@ -111,6 +112,21 @@ def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> floa
     return batch / median_seconds(work, rounds)
 
 
+def unrewritten_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
+    """Batch norm folded, transposed convolutions left as they are, for the rewrites' gain."""
+    from genzoo.seeding import Noise
+    from genzoo_ign.inference import fold
+
+    net = fold(model.net, "noise", rewrite=False)
+
+    def work():
+        with torch.inference_mode(), autocast(precision, CPU):
+            z = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
+            return ((net(z) + 1) / 2).clamp(0, 1)
+
+    return batch / median_seconds(work, rounds)
+
+
 def bare_rates(conv: nn.Module, x: torch.Tensor, precision: str, rounds: int) -> dict[str, float]:
     """GFLOP/s of the bare convolution (forward; forward + backward) and of a 2048 GEMM."""
     conv = conv.train().requires_grad_(True)
@@ -151,6 +167,7 @@ def main() -> None:
         row: dict = {}
         row["sample_256"] = dict(zip(("images_per_s", "gflops"), sample_rate(model, 256, precision, args.rounds)))
         row["sample_256_unfolded_images_per_s"] = unfolded_sample_rate(model, 256, precision, args.rounds)
+        row["sample_256_without_rewrites_images_per_s"] = unrewritten_sample_rate(model, 256, precision, args.rounds)
         for batch in (64, 256):
             row[f"train_{batch}"] = dict(zip(("images_per_s", "gflops"), train_rate(fresh, batch, precision, args.rounds)))
         row["train_256_channels_last"] = dict(zip(("images_per_s", "gflops"),

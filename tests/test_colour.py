@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import genzoo
-from genzoo.data import CELEBA64, CIFAR10_EXACT, CIFAR10_SUBSET, ImageData
+from genzoo.data import CELEBA64, CIFAR10_EXACT, CIFAR10_SUBSET
 from genzoo.datasets import dataset_entry, load_dataset
 from genzoo.plugins import get_host
 
@@ -70,8 +70,8 @@ def test_the_shared_cifar10_and_celeba_files():
 
 
 def test_fourier_noise_has_the_per_channel_spectrum_of_colour_data():
-    """Three channels of different brightness and smoothness: the noise reproduces each channel's
-    per-frequency statistics, so its pixel means and variances follow the data's channel by channel."""
+    """Three channels of different brightness and smoothness: the noise keeps each channel's mean and
+    spatial correlation, and scales every channel's spread by the same factor."""
     from genzoo_ign.noise import fourier_noise, fourier_statistics
 
     g = torch.Generator().manual_seed(0)

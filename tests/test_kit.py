@@ -6,9 +6,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+import click
 import pytest
 import torch
-import click
 from click.testing import CliRunner
 
 import genzoo

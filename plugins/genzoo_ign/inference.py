@@ -6,7 +6,8 @@ folded network computes the same function (to float rounding) with one pass less
 activation. It is built per source ("noise", "image"), in float64 and then cast, and rebuilt
 whenever a parameter or statistic changes (training, loading, calibration).
 
-Two more exact rewrites, each measured faster in oneDNN on a 2-core Xeon (docs/results.md):
+Two more exact rewrites, each measured faster in oneDNN on a 2-core Xeon (together +49% sampling
+there; docs/results.md, Speed):
 - a transposed convolution of a 1x1 input (the decoder's first layer) is a matrix product;
 - the last transposed convolution (4x4, stride 2, padding 1, to the image's few channels) is a 3x3
   convolution to 4x the channels followed by a pixel shuffle (the sub-pixel form). For wide outputs
@@ -24,16 +25,16 @@ from torch import nn
 from .batchnorm import SourceBatchNorm2d
 
 
-def fold(net: nn.Module, source: str) -> nn.Module:
-    """A copy of ``net`` in eval mode with every SourceBatchNorm2d (using ``source``'s statistics) folded away."""
+def fold(net: nn.Module, source: str, *, rewrite: bool = True) -> nn.Module:
+    """A copy of ``net`` in eval mode with every SourceBatchNorm2d (using ``source``'s statistics) folded
+    away and, with ``rewrite``, the transposed convolutions in their cheaper exact forms."""
     folded = copy.deepcopy(net).eval().requires_grad_(False)
-    for module in folded.modules():
-        if isinstance(module, nn.Sequential):
-            _fold_sequence(module, source)
     for module in list(folded.modules()):
         if isinstance(module, nn.Sequential):
-            for name, child in module._modules.items():
-                module._modules[name] = _cheaper(child)
+            _fold_sequence(module, source)
+            if rewrite:
+                for name, child in module._modules.items():
+                    module._modules[name] = _cheaper(child)
     return folded
 
 
