@@ -64,7 +64,8 @@ def main() -> None:
         print(name, json.dumps(report["metrics"]), f"label accuracy before {before:.4f}", f"{speed:.0f} img/s", flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        # the rows' own "seed" is evaluate's (the reference draw); the samples' seed is this one
+        Path(args.json).write_text(json.dumps({"sample_seed": args.seed, **rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import click
 
 from genzoo.cli import cli
+from genzoo.plugins import get_host
 
 HEADER = """# genzoo command line
 
@@ -18,13 +19,23 @@ model directory (a `genzoo fit --out` folder is one), or `hf://ORG/NAME[@REVISIO
 
 def main() -> None:
     print(HEADER)
-    for name in sorted(cli.commands):
-        command = cli.commands[name]
-        sub = click.Context(command, info_name=f"genzoo {name}", parent=None)
-        print(f"## genzoo {name}\n")
-        print("```text")
-        print(command.get_help(sub))
-        print("```\n")
+    core = set(cli.commands)
+    get_host().add_commands(cli)
+    for name in sorted(core):
+        print_help(cli.commands[name], f"genzoo {name}")
+    print("# Verbs of the built-in plugins\n")
+    for name in sorted(set(cli.commands) - core):
+        print_help(cli.commands[name], f"genzoo {name}")
+
+
+def print_help(command: click.Command, path: str) -> None:
+    print(f"## {path}\n")
+    print("```text")
+    print(command.get_help(click.Context(command, info_name=path, parent=None)))
+    print("```\n")
+    if isinstance(command, click.Group):
+        for name in sorted(command.commands):
+            print_help(command.commands[name], f"{path} {name}")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ class FitOptions:
     seed: int = option(0, help="Initial weights, data order and the method's randomness.")
     precision: str = option("auto", help="auto (bf16 where native and measured faster, else fp32), fp32, bf16 or "
                                          "fp16 (GPUs).")
-    device: str = option("auto", help="auto (Accelerate's choice), cpu, cuda, cuda:N or mps.")
+    device: str = option("auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")
     resume: bool = option(False, help="Continue the run in --out from its last checkpoint.")
     checkpoint_every: int = option(1000, help="Steps between checkpoints (0: only at the end).")
     keep_checkpoints: int = option(1, help="How many recent checkpoints to keep.")
