@@ -247,15 +247,17 @@ def test_folded_batch_norm_gives_the_unfolded_networks_images():
     assert not torch.allclose(model.sample(4, seed=0), sampled[:4])
 
 
-@pytest.mark.parametrize("c_in, c_out, size", [(64, 1, 14), (8, 3, 5), (16, 4, 1)])
-def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_in, c_out, size):
-    from genzoo_ign.inference import SubpixelTransposedConv
+@pytest.mark.parametrize("form", ["SubpixelTransposedConv", "PhaseTransposedConv"])
+@pytest.mark.parametrize("c_in, c_out, size", [(64, 1, 14), (8, 3, 5), (16, 4, 1), (32, 16, (4, 7))])
+def test_the_subpixel_and_phase_forms_of_a_stride_2_transposed_conv_are_the_same_function(form, c_in, c_out, size):
+    from genzoo_ign import inference
 
     torch.manual_seed(0)
     layer = torch.nn.ConvTranspose2d(c_in, c_out, 4, 2, 1)
-    x = torch.randn(3, c_in, size, size)
+    h, w = size if isinstance(size, tuple) else (size, size)
+    x = torch.randn(3, c_in, h, w)
     with torch.no_grad():
-        assert (SubpixelTransposedConv(layer)(x) - layer(x)).abs().max() < 1e-5
+        assert (getattr(inference, form)(layer)(x) - layer(x)).abs().max() < 1e-5
 
 
 def test_a_transposed_conv_of_a_1x1_input_runs_as_a_matrix_product_and_falls_back_otherwise():

@@ -1,0 +1,86 @@
+"""Which exact form of a 4x4 stride-2 transposed convolution is fastest here, layer by layer.
+
+    python benchmarks/transposed_forms.py [--batch 256] [--rounds 7] [--precision fp32] [--json OUT]
+
+For every ConvTranspose2d(k=4, s=2, p=1) of the IGN networks at 28x28 (ign-mnist), 32x32
+(ign-cifar10, width 64) and 64x64 (the CelebA configuration, width 32), the forward time at
+inference (torch.inference_mode) of the layer itself, its sub-pixel form (3x3 conv to 4C + pixel
+shuffle) and its phase form (2x2 conv to 4C + interleave; genzoo_ign.inference), median of
+``--rounds``, interleaved so that a change in the machine's load hits all three alike. This is
+what decides which layers ``fold(..., rewrite=True)`` rewrites. Run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from genzoo.hardware import cpu_name
+from genzoo.precision import autocast
+from genzoo_ign.inference import PhaseTransposedConv, SubpixelTransposedConv
+from genzoo_ign.network import build_network
+
+NETWORKS = {"ign-mnist": (1, 28, 128, 64), "ign-cifar10": (3, 32, 128, 64), "ign-celeba64": (3, 64, 256, 32)}
+
+
+def layers_with_inputs(channels: int, size: int, bottleneck: int, width: int, batch: int):
+    net = build_network(channels, size, bottleneck, width, "none").eval()
+    found = []
+
+    def keep(module, inp, out) -> None:
+        found.append((module, inp[0].detach()))
+
+    hooks = [m.register_forward_hook(keep) for m in net.modules()
+             if isinstance(m, nn.ConvTranspose2d) and m.stride == (2, 2)]
+    with torch.inference_mode():
+        net(torch.rand(batch, channels, size, size) * 2 - 1)
+    for hook in hooks:
+        hook.remove()
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    device = torch.device("cpu")
+    rows = []
+    for name, shape in NETWORKS.items():
+        for layer, x in layers_with_inputs(*shape, batch=args.batch):
+            forms = {"transposed": layer, "subpixel": SubpixelTransposedConv(layer), "phase": PhaseTransposedConv(layer)}
+            times: dict[str, list[float]] = {form: [] for form in forms}
+            with torch.inference_mode(), autocast(args.precision, device):
+                reference = layer(x).float()
+                for form, module in forms.items():
+                    error = (module(x).float() - reference).abs().max().item()
+                    assert error < (1e-4 if args.precision == "fp32" else 5e-2), f"{form} differs by {error}"
+                    module(x)  # warm-up
+                for _ in range(args.rounds):
+                    for form, module in forms.items():
+                        start = time.perf_counter()
+                        module(x)
+                        times[form].append(time.perf_counter() - start)
+            ms = {form: round(1000 * statistics.median(t), 2) for form, t in times.items()}
+            row = {"network": name, "layer": f"{layer.in_channels}->{layer.out_channels} at {x.shape[-1]}x{x.shape[-1]}",
+                   "ms": ms, "fastest": min(ms, key=ms.get)}
+            rows.append(row)
+            print(f"{name:13s} {row['layer']:20s} " + "  ".join(f"{f} {v:7.2f} ms" for f, v in ms.items())
+                  + f"  -> {row['fastest']}", flush=True)
+    report = {"cpu": cpu_name(), "threads": torch.get_num_threads(), "batch": args.batch,
+              "precision": args.precision, "rounds": args.rounds, "rows": rows}
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
