@@ -12,6 +12,8 @@ there; docs/results.md, Speed):
 - the last transposed convolution (4x4, stride 2, padding 1, to the image's few channels) is a 3x3
   convolution to 4x the channels followed by a pixel shuffle (the sub-pixel form). For wide outputs
   the sub-pixel form was slower, so only layers to at most 4 channels are rewritten.
+The phase form (PhaseTransposedConv, fewer FLOPs than the sub-pixel form) is kept for
+benchmarks/transposed_forms.py: oneDNN's own transposed conv beat it on every wide layer measured.
 """
 
 from __future__ import annotations
