@@ -16,6 +16,7 @@ machine: another job on the cores halves some figures and not others.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import statistics
@@ -99,32 +100,31 @@ def sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, 
     return batch / seconds, flops_of(lambda: model.sample(batch, seed=0, batch_size=batch, precision=precision)) / seconds / 1e9
 
 
-def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
-    """The network as trained (batch norm as a separate pass), for the folding's gain."""
+def net_sample_rate(model, net: nn.Module, batch: int, precision: str, rounds: int,
+                    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> float:
+    """Images/s of model.sample's work (noise, the network, the output map) through ``net`` instead of
+    the folded network sampling uses, for the gain of the folding and of the rewrites."""
     from genzoo.seeding import Noise
 
     def work():
-        with torch.inference_mode(), autocast(precision, CPU), batchnorm.source(model.net, "noise"):
-            z = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
-            return ((model.net(z) + 1) / 2).clamp(0, 1)
-
-    model.eval()
-    return batch / median_seconds(work, rounds)
-
-
-def unrewritten_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
-    """Batch norm folded, transposed convolutions left as they are, for the rewrites' gain."""
-    from genzoo.seeding import Noise
-    from genzoo_ign.inference import fold
-
-    net = fold(model.net, "noise", rewrite=False)
-
-    def work():
-        with torch.inference_mode(), autocast(precision, CPU):
+        with torch.inference_mode(), autocast(precision, CPU), context():
             z = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
             return ((net(z) + 1) / 2).clamp(0, 1)
 
     return batch / median_seconds(work, rounds)
+
+
+def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
+    """The network as trained (batch norm as a separate pass)."""
+    model.eval()
+    return net_sample_rate(model, model.net, batch, precision, rounds, lambda: batchnorm.source(model.net, "noise"))
+
+
+def unrewritten_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
+    """Batch norm folded, transposed convolutions left as they are."""
+    from genzoo_ign.inference import fold
+
+    return net_sample_rate(model, fold(model.net, "noise", rewrite=False), batch, precision, rounds)
 
 
 def bare_rates(conv: nn.Module, x: torch.Tensor, precision: str, rounds: int) -> dict[str, float]:

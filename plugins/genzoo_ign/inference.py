@@ -82,15 +82,10 @@ class SubpixelTransposedConv(nn.Module):
 
     def __init__(self, layer: nn.ConvTranspose2d):
         super().__init__()
-        weight = layer.weight.detach()  # (C_in, C_out, 4, 4)
+        weight = layer.weight.detach()
         c_in, c_out = weight.shape[:2]
-        kernel = weight.new_zeros(c_out, 2, 2, c_in, 3, 3)
-        for r in range(2):
-            for s in range(2):
-                for u, ky in enumerate(self.TAP[r]):
-                    for v, kx in enumerate(self.TAP[s]):
-                        if ky is not None and kx is not None:
-                            kernel[:, r, s, :, u, v] = weight[:, :, ky, kx].t()
+        # pixel_shuffle reads channel c * 4 + r * 2 + s as sub-pixel (r, s) of channel c
+        kernel = _phase_kernels(weight, self.TAP).permute(2, 0, 1, 3, 4, 5)
         self.register_buffer("kernel", kernel.reshape(4 * c_out, c_in, 3, 3))
         bias = layer.bias.detach() if layer.bias is not None else weight.new_zeros(c_out)
         self.register_buffer("subpixel_bias", bias.repeat_interleave(4))
@@ -115,16 +110,10 @@ class PhaseTransposedConv(nn.Module):
 
     def __init__(self, layer: nn.ConvTranspose2d):
         super().__init__()
-        weight = layer.weight.detach()  # (C_in, C_out, 4, 4)
+        weight = layer.weight.detach()
         c_in, c_out = weight.shape[:2]
-        kernel = weight.new_empty(2, 2, c_out, c_in, 2, 2)
-        for r in range(2):
-            for s in range(2):
-                for u, ky in enumerate(self.TAP[r]):
-                    for v, kx in enumerate(self.TAP[s]):
-                        kernel[r, s, :, :, u, v] = weight[:, :, ky, kx].t()
         self.c_out = c_out
-        self.register_buffer("kernel", kernel.reshape(4 * c_out, c_in, 2, 2))
+        self.register_buffer("kernel", _phase_kernels(weight, self.TAP).reshape(4 * c_out, c_in, 2, 2))
         bias = layer.bias.detach() if layer.bias is not None else weight.new_zeros(c_out)
         self.register_buffer("phase_bias", bias.repeat(4))
 
@@ -137,6 +126,25 @@ class PhaseTransposedConv(nn.Module):
             for s in range(2):
                 out[:, :, :, r, :, s] = phases[:, r, s, :, r:r + h, s:s + w]
         return out.view(n, self.c_out, 2 * h, 2 * w)
+
+
+def _phase_kernels(weight: torch.Tensor, taps: tuple[tuple[int | None, ...], ...]) -> torch.Tensor:
+    """The ordinary-convolution kernels of each output phase of a stride-2 transposed conv.
+
+    ``weight`` is the ConvTranspose2d's (C_in, C_out, 4, 4); ``taps[r][u]`` is the kernel row (and,
+    for columns, the kernel column) that window offset u of phase r reads, None for none. Returns
+    (2, 2, C_out, C_in, k, k) with k = len(taps[0]), indexed by the phase (r, s) first.
+    """
+    c_in, c_out = weight.shape[:2]
+    k = len(taps[0])
+    kernel = weight.new_zeros(2, 2, c_out, c_in, k, k)
+    for r in range(2):
+        for s in range(2):
+            for u, ky in enumerate(taps[r]):
+                for v, kx in enumerate(taps[s]):
+                    if ky is not None and kx is not None:
+                        kernel[r, s, :, :, u, v] = weight[:, :, ky, kx].t()
+    return kernel
 
 
 def _fold_sequence(seq: nn.Sequential, source: str) -> None:
