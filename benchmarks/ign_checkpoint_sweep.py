@@ -47,8 +47,9 @@ def main() -> None:
                "max_class": max(range(len(hist)), key=hist.__getitem__),
                "in_band": BAND[0] <= min(hist) and max(hist) <= BAND[1]}
         rows.append(row)
-        print(f"{checkpoint.name}: FID {row['fid']:.1f}  min {min(hist):.4f} (digit {row['min_class']})  "
-              f"max {max(hist):.4f} (digit {row['max_class']})  in band: {row['in_band']}", flush=True)
+        print(f"{checkpoint.name}: FID {row['fid']:.1f}  entropy {row['entropy']:.3f}  min {min(hist):.4f} "
+              f"(class {row['min_class']})  max {max(hist):.4f} (class {row['max_class']})  in band: {row['in_band']}",
+              flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"run": str(args.run), "n": args.n, "seed": args.seed, "rows": rows},
                                               indent=2) + "\n")

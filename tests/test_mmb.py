@@ -271,3 +271,26 @@ def test_mode_seeking_ratio_grows_with_spread_images():
     labels = torch.arange(8) % 2
     x = torch.rand(8, 1, 4, 4)
     assert mode_seeking_ratio(2 * x, z, labels) == pytest.approx(2 * mode_seeking_ratio(x, z, labels))
+
+
+def test_first_layer_mode_seeking_ignores_what_the_classifier_ignores():
+    from types import SimpleNamespace
+
+    from genzoo_mmb.generator import first_layer_view, mode_seeking_ratio
+    from genzoo_mmb.nets import MLP
+
+    net = MLP(16, 16, 2, 2, bias=False)
+    with torch.no_grad():
+        net.layers[0].weight.copy_(3 * torch.eye(16))
+    view = first_layer_view(SimpleNamespace(classifier=SimpleNamespace(net=net)))
+    z, labels = torch.randn(8, 4), torch.arange(8) % 2
+    x = torch.rand(8, 1, 4, 4)
+    # an orthogonal first layer (any scale) measures what pixels measure
+    assert mode_seeking_ratio(x, z, labels, view) == pytest.approx(float(mode_seeking_ratio(x, z, labels)), rel=1e-5)
+    with torch.no_grad():
+        net.layers[0].weight[:, 0] = 0  # the classifier ignores pixel (0, 0)
+    corner = torch.zeros(8, 1, 4, 4)
+    corner[:, 0, 0, 0] = torch.rand(8)
+    view = first_layer_view(SimpleNamespace(classifier=SimpleNamespace(net=net)))
+    assert float(mode_seeking_ratio(corner, z, labels)) > 0
+    assert float(mode_seeking_ratio(corner, z, labels, view)) == 0

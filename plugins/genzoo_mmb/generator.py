@@ -17,7 +17,9 @@ Two ways to draw z (``codes``):
 
 ``generator=conv`` decodes with upsampling convolutions instead of an MLP: a smoothness prior on
 the images (docs/methods/mmb.md, the speckle). ``mode_seeking`` > 0 adds Mao et al.'s (2019)
-term, the ratio of image to latent distance of same-label pairs, maximised.
+term, the ratio of image to latent distance of same-label pairs, maximised; ``mode_space=first-layer``
+measures the image distance through the classifier's first layer, so pixels the classifier ignores
+(MNIST's empty corners) earn nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import torch
 import torch.nn.functional as F
@@ -54,6 +56,7 @@ class GeneratorConfig:
     shared: bool = False  # several classifiers: one generated set for all (else G is conditioned on k)
     code_shrinkage: Annotated[float, UnitOpen] = 0.1  # covariance of each label's codes: (1 - a) S + a diag(S)
     mode_seeking: Annotated[float, NonNegative] = 0.0  # weight of the mode-seeking ratio (maximised)
+    mode_space: Literal["pixels", "first-layer"] = "pixels"  # where the ratio's image distance is measured
     stationarity: Stationarity = "max-block"
     dual_weight: Annotated[float, NonNegative] = 10.0
     relu_slope: Annotated[float, NonNegative] = 150.0  # sigmoid slope of the ReLU derivative in the double backward; 0: exact
@@ -272,7 +275,8 @@ class MMBGenerator(genzoo.Method):
                          f"margin{suffix}": q.detach().mean(), f"feasible{suffix}": (q.detach() >= 1).float().mean(),
                          f"lambda{suffix}": (scale * lam_rel).detach().mean()})
             if c.mode_seeking > 0 and (k == 0 or not c.shared):
-                ratio = mode_seeking_ratio(x, z, labels)
+                seen = first_layer_view(target) if c.mode_space == "first-layer" else None
+                ratio = mode_seeking_ratio(x, z, labels, seen)
                 total = total - c.mode_seeking * ratio
                 logs[f"mode_seeking{suffix}"] = ratio.detach()
         return {"loss": total, **logs}
@@ -297,10 +301,33 @@ class MMBGenerator(genzoo.Method):
         return torch.optim.Adam(self.parameters(), lr=self.config.lr)
 
 
-def mode_seeking_ratio(x: torch.Tensor, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean over same-label pairs of ||G(z1) - G(z2)|| / ||z1 - z2|| (Mao et al. 2019), pixels averaged."""
-    flat = x.flatten(1)
+def first_layer_view(target: KKTTarget) -> Callable[[torch.Tensor], torch.Tensor]:
+    """x -> W1 x / ||W1||_F * sqrt(d): the classifier's first (linear or conv) layer, bias-free.
+
+    The scaling keeps distances those of pixels for a layer whose weights spread evenly over the
+    d input values (E ||W dx||^2 = ||W||_F^2 ||dx||^2 / d), so a mode-seeking weight means about
+    the same in either space; directions the layer does not weigh count for less.
+    """
+    net = target.classifier.net
+    layer = net.layers[0] if hasattr(net, "layers") else net.convs[0]
+    weight = layer.weight.detach()
+    if isinstance(layer, nn.Linear):
+        scale = math.sqrt(weight.shape[1]) / weight.norm()
+        return lambda x: F.linear(x.flatten(1), weight) * scale
+    # a k x k stride-s conv sees each pixel in about k^2 / s^2 of its C k^2-long patches
+    scale = math.sqrt(layer.in_channels * layer.stride[0] * layer.stride[1]) / weight.norm()
+    return lambda x: F.conv2d(x, weight, stride=layer.stride, padding=layer.padding) * scale
+
+
+def mode_seeking_ratio(x: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
+                       view: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+    """Mean over same-label pairs of ||v(G(z1)) - v(G(z2))|| / ||z1 - z2|| (Mao et al. 2019).
+
+    v is the identity (pixels) or ``view``; the image distance is divided by sqrt(the number of
+    input values), so that it is a per-pixel figure either way.
+    """
+    flat = (view(x) if view is not None else x).flatten(1)
     same = (labels[:, None] == labels[None]) & ~torch.eye(len(labels), dtype=torch.bool, device=labels.device)
-    image = torch.cdist(flat, flat)[same] / math.sqrt(flat.shape[1])
+    image = torch.cdist(flat, flat)[same] / math.sqrt(x[0].numel())
     latent = torch.cdist(z, z)[same].clamp_min(1e-6)
     return (image / latent).mean()
