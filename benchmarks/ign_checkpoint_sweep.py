@@ -1,7 +1,7 @@
 """Class balance and FID of every checkpoint a run kept (its EMA weights), to choose one.
 
     python benchmarks/ign_checkpoint_sweep.py /work/runs/ign-ft --data-root ../shared/data [-n 5000] [--seed 1]
-    python benchmarks/ign_checkpoint_sweep.py /work/runs/ign-cifar10 --ref cifar10:test --data-root ../shared/data
+    python benchmarks/ign_checkpoint_sweep.py /work/runs/ign-cifar10 --ref cifar10:test --data-root ../shared/data [--from-step 21000]
 
 Scores with a different noise seed (default 1) from the one the reported numbers use (seed 0 in
 `ign_quality.py`), so choosing a checkpoint here does not also choose the noise it is judged on.
@@ -28,11 +28,15 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ref", default="mnist:test")
+    parser.add_argument("--from-step", type=int, default=0, help="skip checkpoints before this step")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = []
     for checkpoint in sorted((args.run / "checkpoints").glob("step-*")):
-        model, _ = model_from_checkpoint(args.run, int(checkpoint.name.split("-")[1]))
+        step = int(checkpoint.name.split("-")[1])
+        if step < args.from_step:
+            continue
+        model, _ = model_from_checkpoint(args.run, step)
         report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics="fid", ref=args.ref, data_root=args.data_root,
                                  progress=False)
         classes = report["metrics"].get("classes")
