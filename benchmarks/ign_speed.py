@@ -8,7 +8,8 @@ at batch 256 (``model.sample``: noise, batching, clamping included), the FLOPs o
 torch's FlopCounterMode, and in the same run the GFLOP/s of a bare convolution with the shape of
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
-exact rewrites of the transposed convolutions (genzoo_ign.inference), channels-last memory
+exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
+network through torch.compile (inductor), channels-last memory
 format for sampling and training, and Adam's foreach and fused implementations. Run it on an idle
 machine: another job on the cores halves some figures and not others.
 """
@@ -101,7 +102,8 @@ def sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, 
 
 
 def net_sample_rate(model, net: nn.Module, batch: int, precision: str, rounds: int,
-                    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> float:
+                    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                    warmup: int = 2) -> float:
     """Images/s of model.sample's work (noise, the network, the output map) through ``net`` instead of
     the folded network sampling uses, for the gain of the folding and of the rewrites."""
     from genzoo.seeding import Noise
@@ -111,7 +113,7 @@ def net_sample_rate(model, net: nn.Module, batch: int, precision: str, rounds: i
             z = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
             return ((net(z) + 1) / 2).clamp(0, 1)
 
-    return batch / median_seconds(work, rounds)
+    return batch / median_seconds(work, rounds, warmup)
 
 
 def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
@@ -125,6 +127,17 @@ def unrewritten_sample_rate(model, batch: int, precision: str, rounds: int) -> f
     from genzoo_ign.inference import fold
 
     return net_sample_rate(model, fold(model.net, "noise", rewrite=False), batch, precision, rounds)
+
+
+def compiled_sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, float]:
+    """(images/s, compile seconds) of the folded network compiled by torch.compile (inductor, default mode)."""
+    from genzoo_ign.inference import fold
+
+    compiled = torch.compile(fold(model.net, "noise"))
+    start = time.perf_counter()
+    net_sample_rate(model, compiled, batch, precision, 1, warmup=0)
+    seconds = time.perf_counter() - start
+    return net_sample_rate(model, compiled, batch, precision, rounds), seconds
 
 
 def bare_rates(conv: nn.Module, x: torch.Tensor, precision: str, rounds: int) -> dict[str, float]:
@@ -156,6 +169,8 @@ def main() -> None:
     parser.add_argument("--model", default="ign-mnist")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time sampling through torch.compile (about a minute of compiling)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     model = genzoo.load(args.model)
@@ -168,6 +183,10 @@ def main() -> None:
         row["sample_256"] = dict(zip(("images_per_s", "gflops"), sample_rate(model, 256, precision, args.rounds)))
         row["sample_256_unfolded_images_per_s"] = unfolded_sample_rate(model, 256, precision, args.rounds)
         row["sample_256_without_rewrites_images_per_s"] = unrewritten_sample_rate(model, 256, precision, args.rounds)
+        if args.compile:
+            rate, seconds = compiled_sample_rate(model, 256, precision, args.rounds)
+            row["sample_256_compiled_images_per_s"] = rate
+            row["compile_and_first_pass_seconds"] = seconds
         for batch in (64, 256):
             row[f"train_{batch}"] = dict(zip(("images_per_s", "gflops"), train_rate(fresh, batch, precision, args.rounds)))
         row["train_256_channels_last"] = dict(zip(("images_per_s", "gflops"),
