@@ -294,3 +294,21 @@ def test_first_layer_mode_seeking_ignores_what_the_classifier_ignores():
     view = first_layer_view(SimpleNamespace(classifier=SimpleNamespace(net=net)))
     assert float(mode_seeking_ratio(corner, z, labels)) > 0
     assert float(mode_seeking_ratio(corner, z, labels, view)) == 0
+
+
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_first_layer_view_keeps_pixel_distances_for_an_evenly_spread_layer(arch):
+    from types import SimpleNamespace
+
+    from genzoo_mmb.generator import first_layer_view
+    from genzoo_mmb.nets import CNN, MLP
+
+    torch.manual_seed(0)
+    net = MLP(784, 256, 2, 10, bias=False) if arch == "mlp" else CNN(1, 28, 64, 2, 10, bias=False)
+    with torch.no_grad():  # i.i.d. weights: every input value weighed alike
+        for p in net.parameters():
+            p.normal_()
+    view = first_layer_view(SimpleNamespace(classifier=SimpleNamespace(net=net)))
+    dx = torch.randn(64, 1, 28, 28)
+    ratio = view(dx).flatten(1).pow(2).sum(1).mean() / dx.flatten(1).pow(2).sum(1).mean()
+    assert 0.8 < float(ratio) < 1.25
