@@ -312,3 +312,25 @@ def test_first_layer_view_keeps_pixel_distances_for_an_evenly_spread_layer(arch)
     dx = torch.randn(64, 1, 28, 28)
     ratio = view(dx).flatten(1).pow(2).sum(1).mean() / dx.flatten(1).pow(2).sum(1).mean()
     assert 0.8 < float(ratio) < 1.25
+
+
+def test_a_shared_set_gives_every_classifier_the_same_images_and_labels_and_its_own_multipliers(toy_classifier):
+    torch.manual_seed(0)
+    path = str(toy_classifier[0])
+    gen = MMBGenerator(GeneratorConfig(classifiers=(path, path), shared=True, latent=4, width=32))
+    gen.setup_fit(None)
+    seen = []
+    for target in gen.targets:
+        original = target.stationarity
+
+        def recording(x, labels, lam, slope, original=original):
+            seen.append((x, labels, lam))
+            return original(x, labels, lam, slope)
+
+        target.stationarity = recording
+    for _ in range(5):  # a fresh random label offset each step: a mismatch would show within 5
+        seen.clear()
+        gen.training_step({"size": 12})
+        (x0, y0, lam0), (x1, y1, lam1) = seen
+        assert x1 is x0 and torch.equal(y1, y0)
+    assert gen.multiplier[0].in_features == 2 + 3 + 2  # h(x, y, k): k one-hot even when shared

@@ -173,18 +173,19 @@ class MMBGenerator(genzoo.Method):
             self.register_buffer("code_factor", torch.eye(c.latent).repeat(c.num_classes, 1, 1))
         else:
             # h(x, y, k): no output bias, since relu_multipliers centres its output on the batch
-            self.multiplier = mlp([dim + c.num_classes + self._classifier_conditions, c.width, c.width // 2, 1],
-                                  last_bias=False)
+            # h is conditioned on k even for a shared set: each classifier has its own support points
+            self.multiplier = mlp([dim + c.num_classes + c.num_classifiers, c.width, c.width // 2, 1], last_bias=False)
         self.targets: list[KKTTarget] = []
 
     @property
     def _classifier_conditions(self) -> int:
         return 0 if self.config.shared else self.config.num_classifiers
 
-    def conditions(self, labels: torch.Tensor, k: int) -> torch.Tensor:
+    def conditions(self, labels: torch.Tensor, k: int, *, of_classifier: bool = False) -> torch.Tensor:
+        """One-hot label, then one-hot k unless the set is shared (``of_classifier``: always)."""
         c = self.config
         parts = [F.one_hot(labels, c.num_classes)]
-        if not c.shared:
+        if of_classifier or not c.shared:
             parts.append(F.one_hot(torch.full_like(labels, k), c.num_classifiers))
         return torch.cat(parts, 1).float()
 
@@ -194,7 +195,8 @@ class MMBGenerator(genzoo.Method):
 
     def multipliers(self, x: torch.Tensor, labels: torch.Tensor, k: int = 0) -> torch.Tensor:
         """Relative multipliers lambda / unit >= 0 of a batch: ReLU of h(x, y, k) centred on the batch."""
-        return relu_multipliers(self.multiplier(torch.cat([x.flatten(1), self.conditions(labels, k)], 1))[:, 0])
+        conditions = self.conditions(labels, k, of_classifier=True)
+        return relu_multipliers(self.multiplier(torch.cat([x.flatten(1), conditions], 1))[:, 0])
 
     def latents(self, eps: torch.Tensor, labels: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """Standard normal draws -> latents: as they are, or (code book) a draw of the label's code density."""
@@ -251,21 +253,16 @@ class MMBGenerator(genzoo.Method):
         c = self.config
         logs: dict[str, torch.Tensor] = {}
         total = torch.zeros((), device=self.device)
-        shared_x = None
+        drawn = None  # a shared set: the labels, latents and images of k = 0, for every classifier
         for k, target in enumerate(self.targets):
             if target.device != self.device:
                 target.to(self.device)
-            if c.codes:
-                labels, z = self.code_labels, sphere(self.codes)
+            if c.shared and drawn is not None:
+                labels, z, x = drawn
             else:
-                size = batch["size"]
-                # balanced labels with a random offset: the training set is class-balanced
-                labels = (torch.arange(size) + torch.randint(c.num_classes, ())).remainder(c.num_classes).to(self.device)
-                z = torch.randn(size, c.latent, device=self.device)
-            if c.shared and shared_x is not None:
-                x = shared_x
-            else:
-                x = shared_x = self.generate(z, labels, k)
+                labels, z = self._draw(batch["size"])
+                x = self.generate(z, labels, k)
+                drawn = labels, z, x
             lam_rel = relu_multipliers(self.code_multipliers[k]) if c.codes else self.multipliers(x, labels, k)
             stationarity, q, scale = target.stationarity(x, labels, target.unit * lam_rel, c.relu_slope)
             dual = duality_loss(q, lam_rel)
@@ -280,6 +277,15 @@ class MMBGenerator(genzoo.Method):
                 total = total - c.mode_seeking * ratio
                 logs[f"mode_seeking{suffix}"] = ratio.detach()
         return {"loss": total, **logs}
+
+    def _draw(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(labels, latents) of one step: the whole code book, or ``size`` balanced labels and Gaussian latents."""
+        c = self.config
+        if c.codes:
+            return self.code_labels, sphere(self.codes)
+        # balanced labels with a random offset: the training set is class-balanced
+        labels = (torch.arange(size) + torch.randint(c.num_classes, ())).remainder(c.num_classes).to(self.device)
+        return labels, torch.randn(size, c.latent, device=self.device)
 
     def prepare_export(self) -> None:
         """Code book: fit each label's Gaussian over its codes (on the sphere), which sampling draws from."""
