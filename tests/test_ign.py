@@ -224,14 +224,16 @@ def test_bundled_ign_mnist_draws_recognisable_digits_of_many_classes():
     assert len(probs.argmax(1).unique()) == 10
 
 
-def test_folded_batch_norm_gives_the_unfolded_networks_images():
-    """Sampling and refining run f with its calibrated batch norm folded into the convolutions."""
+@pytest.mark.parametrize("name", ["ign-mnist", "ign-cifar10"])
+def test_folded_batch_norm_gives_the_unfolded_networks_images(name):
+    """Sampling and refining run f with its calibrated batch norm folded into the convolutions
+    (channels-last from 32x32 up): the unfolded network's images within 1e-4."""
     from genzoo.seeding import Noise
     from genzoo_ign import batchnorm
 
-    model = genzoo.load("ign-mnist")
+    model = genzoo.load(name)
     with torch.no_grad():
-        z = model._to_noise(Noise(0, 0, 32).randn(1, 28, 28, 2))
+        z = model._to_noise(Noise(0, 0, 32).randn(*model.image_shape, 2))
         with batchnorm.source(model.net, "noise"):
             unfolded = ((model.net(z) + 1) / 2).clamp(0, 1)
         sampled = model.sample(32, seed=0)
@@ -241,8 +243,10 @@ def test_folded_batch_norm_gives_the_unfolded_networks_images():
     assert (model.refine(sampled) - refined_unfolded).abs().max() < 1e-4
     folded = model._inference_net("noise")
     assert not any(isinstance(m, batchnorm.SourceBatchNorm2d) for m in folded.modules())
+    wide = next(m for m in folded.modules() if isinstance(m, torch.nn.Conv2d) and m.in_channels > 1)
+    assert wide.weight.is_contiguous(memory_format=torch.channels_last) == (model.image_shape[-1] >= 32)
     with torch.no_grad():  # a change of the weights (training, loading, calibration) rebuilds the folded copy
-        model.net[1][0].weight.mul_(0.5)
+        next(p for p in model.net.parameters() if p.dim() == 4).mul_(0.5)
     assert model._inference_net("noise") is not folded
     assert not torch.allclose(model.sample(4, seed=0), sampled[:4])
 

@@ -178,10 +178,11 @@ class FoldedCache:
     def __init__(self):
         self._nets: dict[str, tuple[tuple, nn.Module]] = {}
 
-    def get(self, net: nn.Module, source: str) -> nn.Module:
-        key = tuple((t.data_ptr(), t._version, t.device.type) for t in net.state_dict().values())
+    def get(self, net: nn.Module, source: str, *, channels_last: bool = False) -> nn.Module:
+        key = (channels_last, *((t.data_ptr(), t._version, t.device.type) for t in net.state_dict().values()))
         cached = self._nets.get(source)
         if cached is None or cached[0] != key:
-            cached = (key, fold(net, source))
+            folded = fold(net, source)
+            cached = (key, folded.to(memory_format=torch.channels_last) if channels_last else folded)
             self._nets[source] = cached
         return cached[1]

@@ -17,6 +17,8 @@ from . import batchnorm
 from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
+
+CHANNELS_LAST_FROM = 32  # image size from which sampling runs the folded net channels-last
 from .noise import fourier_noise, fourier_statistics
 
 PAPER = """@inproceedings{shocher2024idempotent,
@@ -94,18 +96,22 @@ class IGN(genzoo.Method):
 
     def sample_batch(self, noise, labels):
         z = self._to_noise(noise.randn(*self.image_shape, 2, device=self.device))
-        return (self._inference_net("noise")(z) + 1) / 2
+        return ((self._inference_net("noise")(z) + 1) / 2).contiguous()
 
     def refine_batch(self, x, labels, noise, steps):
         y = x * 2 - 1
         net = self._inference_net("image")
         for _ in range(1 if steps is None else steps):
             y = net(y)
-        return (y + 1) / 2
+        return ((y + 1) / 2).contiguous()
 
     def _inference_net(self, source: str) -> torch.nn.Module:
-        """f with batch norm folded into its convolutions (calibrated statistics of ``source``); same outputs."""
-        return self._folded.get(self.net, source)
+        """f with batch norm folded into its convolutions (calibrated statistics of ``source``); same outputs.
+
+        Channels-last from 32x32 up: on a 2-core Xeon (benchmarks/ign_inference_forms.py) it sped
+        sampling up by 17% at 32x32x3 and 33% at 64x64x3; at 28x28x1 two runs disagreed (-10%, +12%).
+        """
+        return self._folded.get(self.net, source, channels_last=self.config.image_size >= CHANNELS_LAST_FROM)
 
     def prepare_export(self) -> None:
         """With batch norm: recompute the per-source population statistics sampling uses."""
