@@ -166,18 +166,21 @@ def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, to
 
 
 def test_grad_accum_equals_a_k_times_larger_batch(toy_site, toy_npz, tmp_path):
-    """Without noise in the step, batch 8 accumulated twice computes exactly what batch 16 does."""
+    """Without noise in the step, batch 8 accumulated twice computes exactly what batch 16 does.
+
+    fp32 throughout: --precision auto probes each (method, batch) workload by timing, and on a
+    busy machine batch 8 and batch 16 could get different verdicts."""
     quiet = {"noise_weight": 0.0}
-    big = _fit(tmp_path / "big", toy_npz, 6, batch_size=16, config=quiet)
-    accumulated = _fit(tmp_path / "acc", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet)
-    small = _fit(tmp_path / "small", toy_npz, 6, batch_size=8, config=quiet)
+    big = _fit(tmp_path / "big", toy_npz, 6, batch_size=16, config=quiet, precision="fp32")
+    accumulated = _fit(tmp_path / "acc", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet, precision="fp32")
+    small = _fit(tmp_path / "small", toy_npz, 6, batch_size=8, config=quiet, precision="fp32")
     a, b, c = (load_file(str(d / "model.safetensors")) for d in (big, accumulated, small))
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert not all(torch.allclose(a[k], c[k], atol=1e-6) for k in a)  # the accumulation is what makes them equal
     losses = [[json.loads(l)["loss"] for l in (d / "metrics.jsonl").read_text().splitlines()] for d in (big, accumulated)]
     assert losses[0] == pytest.approx(losses[1], abs=1e-6)
-    _fit(tmp_path / "acc2", toy_npz, 2, batch_size=8, grad_accum=2, config=quiet)
-    resumed = _fit(tmp_path / "acc2", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet, resume=True)
+    _fit(tmp_path / "acc2", toy_npz, 2, batch_size=8, grad_accum=2, config=quiet, precision="fp32")
+    resumed = _fit(tmp_path / "acc2", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet, precision="fp32", resume=True)
     r = load_file(str(resumed / "model.safetensors"))
     assert all(torch.equal(b[k], r[k]) for k in b)
 
