@@ -9,8 +9,8 @@ torch's FlopCounterMode, and in the same run the GFLOP/s of a bare convolution w
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
 exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
-network through torch.compile (inductor), channels-last memory
-format for sampling and training, and Adam's foreach and fused implementations. Run it on an idle
+network through torch.compile (inductor), channels-last memory format for training, and Adam's
+foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py). Run it on an idle
 machine: another job on the cores halves some figures and not others.
 """
 

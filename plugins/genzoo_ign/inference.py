@@ -173,7 +173,8 @@ def _fold_into(conv: nn.Module, norm: SourceBatchNorm2d, source: str) -> None:
 
 
 class FoldedCache:
-    """Folded copies of a network, one per source, rebuilt when any of its tensors has changed."""
+    """Folded copies of a network, one per source (optionally channels-last), rebuilt when any of its
+    tensors or the layout asked for has changed."""
 
     def __init__(self):
         self._nets: dict[str, tuple[tuple, nn.Module]] = {}

@@ -17,9 +17,9 @@ from . import batchnorm
 from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
+from .noise import fourier_noise, fourier_statistics
 
 CHANNELS_LAST_FROM = 32  # image size from which sampling runs the folded net channels-last
-from .noise import fourier_noise, fourier_statistics
 
 PAPER = """@inproceedings{shocher2024idempotent,
   title     = {Idempotent Generative Network},
