@@ -15,7 +15,9 @@ images repeat, 20 times each), scored in features-mnist against the MNIST test s
 - corner ink: over the first 2,000 images, the mean intensity of the four 6x6 corners and the share
   of images with a pixel above 0.5 there. MNIST digits are nearly always black there, so the
   classifier barely sees those pixels and a generator can fill them (with blobs) at little cost.
-Real test digits get the same diversity, novelty and corner figures, for scale.
+Real test digits get the same diversity, novelty and corner figures, for scale; with ``--noisy
+0.1,0.3`` also the novelty figures of real test digits with Gaussian noise of those sigmas added
+(clamped to [0, 1]): how far noise alone, with no change of content, moves them.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def main() -> None:
     parser.add_argument("--classifier", default="mmb-mnist-classifier")
     parser.add_argument("--data-root", default="../shared/data")
     parser.add_argument("-n", type=int, default=10000)
+    parser.add_argument("--noisy", default="", help="comma-separated noise sigmas for noisy real-digit novelty rows")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
@@ -73,6 +76,13 @@ def main() -> None:
                                 "nn_feature_distance_to_classifier_train": real["metrics"]["memorization"]["nn_feature_distance_mean"],
                                 "max_ssim_to_classifier_train": real["metrics"]["memorization"]["max_ssim_mean"],
                                 **corner_ink(test.floats(torch.arange(2000)))}
+    for sigma in [float(s) for s in args.noisy.split(",") if s]:
+        clean = test.floats(torch.arange(1000))
+        noisy = (clean + sigma * torch.randn(clean.shape, generator=torch.Generator().manual_seed(0))).clamp(0, 1)
+        memo = genzoo.evaluate(noisy, n=len(noisy), metrics="memorization", **common)["metrics"]["memorization"]
+        rows[f"real test digits + noise sigma {sigma}"] = {
+            "nn_feature_distance_to_classifier_train": memo["nn_feature_distance_mean"],
+            "max_ssim_to_classifier_train": memo["max_ssim_mean"]}
     sources = [s for s in args.generators.split(",") if s] + ([args.reconstruct] if args.reconstruct else [])
     for source in sources:
         report = genzoo.evaluate(source, n=args.n, metrics=METRICS, **common)
