@@ -10,7 +10,9 @@ the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the medi
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
 exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
 network through torch.compile (inductor), channels-last memory format for training, and Adam's
-foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py). Run it on an idle
+foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py); with
+``--layers``, each layer of the folded sampling network timed alone, whose summed time (plus the
+noise draw) bounds what any chaining of those kernels can reach. Run it on an idle
 machine: another job on the cores halves some figures and not others.
 """
 
@@ -140,6 +142,35 @@ def compiled_sample_rate(model, batch: int, precision: str, rounds: int) -> tupl
     return net_sample_rate(model, compiled, batch, precision, rounds), seconds
 
 
+def layer_breakdown(model, batch: int, precision: str, rounds: int) -> dict:
+    """Each layer of the folded sampling network timed alone on its own input, and the noise draw.
+
+    The sum of the layers' times is what the network would take if chaining them cost nothing; its
+    FLOPs over that sum is the most a sampling pass can reach with these kernels (``ceiling_gflops``).
+    """
+    from genzoo.seeding import Noise
+
+    net = model._inference_net("noise")
+    layers = [layer for stage in net for layer in stage if not isinstance(layer, nn.Identity)]
+    rows, total_ms, total_flops = [], 0.0, 0
+    with torch.inference_mode(), autocast(precision, CPU):
+        x = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
+        if next(net.parameters()).is_contiguous(memory_format=torch.channels_last):
+            x = x.contiguous(memory_format=torch.channels_last)
+        for layer in layers:
+            seconds = median_seconds(lambda layer=layer, x=x: layer(x), rounds)
+            flops = flops_of(lambda layer=layer, x=x: layer(x))
+            rows.append({"layer": type(layer).__name__, "input": list(x.shape), "ms": 1000 * seconds,
+                         "gflops": flops / seconds / 1e9})
+            total_ms += 1000 * seconds
+            total_flops += flops
+            x = layer(x)
+        noise_ms = 1000 * median_seconds(lambda: model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2)), rounds)
+    return {"layers": rows, "layers_ms": total_ms, "noise_ms": noise_ms,
+            "ceiling_gflops": total_flops / (total_ms + noise_ms) * 1e-6,
+            "ceiling_images_per_s": batch / (total_ms + noise_ms) * 1000}
+
+
 def bare_rates(conv: nn.Module, x: torch.Tensor, precision: str, rounds: int) -> dict[str, float]:
     """GFLOP/s of the bare convolution (forward; forward + backward) and of a 2048 GEMM."""
     conv = conv.train().requires_grad_(True)
@@ -171,6 +202,8 @@ def main() -> None:
     parser.add_argument("--precisions", default="fp32,bf16")
     parser.add_argument("--compile", action="store_true",
                         help="also time sampling through torch.compile (about a minute of compiling)")
+    parser.add_argument("--layers", action="store_true",
+                        help="also time each layer of the folded sampling network alone (the ceiling its kernels allow)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     model = genzoo.load(args.model)
@@ -198,6 +231,15 @@ def main() -> None:
         bare = row["bare"]["conv_forward"]
         row["sample_256_share_of_bare_conv"] = row["sample_256"]["gflops"] / bare
         row["train_256_share_of_bare_conv"] = row["train_256"]["gflops"] / bare
+        if args.layers:
+            row["sample_256_layers"] = layer_breakdown(model, 256, precision, args.rounds)
+            row["sample_256_ceiling_share_of_bare_conv"] = row["sample_256_layers"]["ceiling_gflops"] / bare
+            for layer in row["sample_256_layers"]["layers"]:
+                print(f"  {precision} {layer['layer']:24s} {str(tuple(layer['input'])):20s} {layer['ms']:7.2f} ms "
+                      f"{layer['gflops']:7.1f} GFLOP/s", flush=True)
+            print(f"  {precision} layers alone {row['sample_256_layers']['layers_ms']:.1f} ms + noise "
+                  f"{row['sample_256_layers']['noise_ms']:.1f} ms: ceiling {row['sample_256_layers']['ceiling_images_per_s']:.0f} "
+                  f"img/s, {row['sample_256_ceiling_share_of_bare_conv']:.0%} of the bare conv", flush=True)
         result["precisions"][precision] = row
         print(f"{precision}: sample {row['sample_256']['images_per_s']:.0f} img/s ({row['sample_256']['gflops']:.1f} "
               f"GFLOP/s, {row['sample_256_share_of_bare_conv']:.0%} of the bare conv's {bare:.1f}); train b256 "

@@ -5,8 +5,10 @@
 For every ConvTranspose2d(k=4, s=2, p=1) of the IGN networks at 28x28 (ign-mnist), 32x32
 (ign-cifar10, width 64) and 64x64 (the CelebA configuration, width 32), the forward time at
 inference (torch.inference_mode) of the layer itself, its sub-pixel form (3x3 conv to 4C + pixel
-shuffle) and its phase form (2x2 conv to 4C + interleave; genzoo_ign.inference), median of
-``--rounds``, interleaved so that a change in the machine's load hits all three alike. This is
+shuffle), its phase form (2x2 conv to 4C + interleave; genzoo_ign.inference) and its GEMM form
+(one matrix product to the 16 taps of every input pixel + 16 strided overlap-adds, channels-last
+inside; defined here, since genzoo does not use it), median of ``--rounds``, interleaved so that
+a change in the machine's load hits every form alike. This is
 what decides which layers ``fold(..., rewrite=True)`` rewrites. Run it on an idle machine.
 """
 
@@ -27,6 +29,29 @@ from genzoo_ign.inference import PhaseTransposedConv, SubpixelTransposedConv
 from genzoo_ign.network import build_network
 
 NETWORKS = {"ign-mnist": (1, 28, 128, 64), "ign-cifar10": (3, 32, 128, 64), "ign-celeba64": (3, 64, 256, 32)}
+
+
+class GemmTransposedConv(nn.Module):
+    """ConvTranspose2d(k=4, s=2, p=1) as im2col's adjoint: X (NHW x C_in) @ W (C_in x 16 C_out), then each
+    tap (kh, kw) of input pixel (a, b) is added at output (2a + kh - 1, 2b + kw - 1)."""
+
+    def __init__(self, layer: nn.ConvTranspose2d):
+        super().__init__()
+        c_in, c_out = layer.weight.shape[:2]
+        self.c_out = c_out
+        self.register_buffer("matrix", layer.weight.detach().permute(0, 2, 3, 1).reshape(c_in, 16 * c_out).clone())
+        self.register_buffer("out_bias", layer.bias.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c_in, h, w = x.shape
+        rows = x.permute(0, 2, 3, 1).reshape(-1, c_in)
+        taps = (rows @ self.matrix.to(x.dtype)).view(n, h, w, 4, 4, self.c_out)
+        out = taps.new_zeros(n, 2 * h + 2, 2 * w + 2, self.c_out)
+        for kh in range(4):
+            for kw in range(4):
+                out[:, kh:kh + 2 * h:2, kw:kw + 2 * w:2].add_(taps[:, :, :, kh, kw])
+        out = out[:, 1:2 * h + 1, 1:2 * w + 1] + self.out_bias.to(x.dtype)
+        return out.permute(0, 3, 1, 2)
 
 
 def layers_with_inputs(channels: int, size: int, bottleneck: int, width: int, batch: int):
@@ -56,7 +81,8 @@ def main() -> None:
     rows = []
     for name, shape in NETWORKS.items():
         for layer, x in layers_with_inputs(*shape, batch=args.batch):
-            forms = {"transposed": layer, "subpixel": SubpixelTransposedConv(layer), "phase": PhaseTransposedConv(layer)}
+            forms = {"transposed": layer, "subpixel": SubpixelTransposedConv(layer), "phase": PhaseTransposedConv(layer),
+                     "gemm": GemmTransposedConv(layer)}
             times: dict[str, list[float]] = {form: [] for form in forms}
             with torch.inference_mode(), autocast(args.precision, device):
                 reference = layer(x).float()
