@@ -15,6 +15,9 @@ images repeat, 20 times each), scored in features-mnist against the MNIST test s
 - corner ink: over the first 2,000 images, the mean intensity of the four 6x6 corners and the share
   of images with a pixel above 0.5 there. MNIST digits are nearly always black there, so the
   classifier barely sees those pixels and a generator can fill them (with blobs) at little cost.
+With ``--unseen``, novelty is also measured against 500 training digits the classifier did not see
+(a fixed random draw from the rest of the training split): a generator that copies the
+classifier's digits is nearer to those than to these; one that does not is about as near to both.
 Real test digits get the same diversity, novelty and corner figures, for scale; with ``--noisy
 0.1,0.3`` also the novelty figures of real test digits with Gaussian noise of those sigmas added
 (clamped to [0, 1]): how far noise alone, with no change of content, moves them.
@@ -60,6 +63,8 @@ def main() -> None:
     parser.add_argument("--classifier", default="mmb-mnist-classifier")
     parser.add_argument("--data-root", default="../shared/data")
     parser.add_argument("-n", type=int, default=10000)
+    parser.add_argument("--unseen", action="store_true",
+                        help="also measure novelty against 500 training digits the classifier did not see")
     parser.add_argument("--noisy", default="", help="comma-separated noise sigmas for noisy real-digit novelty rows")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -69,6 +74,25 @@ def main() -> None:
     subset = train.subset(classifier.indices, name=f"{args.classifier} training subset ({len(classifier.indices)} images)")
     test = load_dataset("mnist:test", args.data_root)
     common = dict(ref="mnist:test", data_root=args.data_root, progress=False, train=subset, memorization_n=1000)
+    unseen = None
+    if args.unseen:
+        seen = torch.zeros(len(train), dtype=torch.bool)
+        seen[torch.as_tensor(classifier.indices)] = True
+        rest = torch.nonzero(~seen).squeeze(1)
+        pick = rest[torch.randperm(len(rest), generator=torch.Generator().manual_seed(0))[:len(classifier.indices)]]
+        unseen = train.subset(pick, name=f"{len(pick)} training digits {args.classifier} did not see")
+
+    def novelty_unseen(images_or_source, row: dict) -> None:
+        if unseen is None:
+            return
+        kwargs = dict(common, train=unseen)
+        if isinstance(images_or_source, torch.Tensor):
+            report = genzoo.evaluate(images_or_source, n=len(images_or_source), metrics="memorization", **kwargs)
+        else:
+            report = genzoo.evaluate(images_or_source, n=args.n, metrics="memorization", **kwargs)
+        memo = report["metrics"]["memorization"]
+        row["nn_feature_distance_to_unseen_train"] = memo["nn_feature_distance_mean"]
+        row["max_ssim_to_unseen_train"] = memo["max_ssim_mean"]
     rows = {}
     real = genzoo.evaluate(test.floats(), n=len(test), labels=test.labels, metrics="diversity,memorization", **common)
     real_diversity = real["metrics"]["diversity"]
@@ -76,6 +100,7 @@ def main() -> None:
                                 "nn_feature_distance_to_classifier_train": real["metrics"]["memorization"]["nn_feature_distance_mean"],
                                 "max_ssim_to_classifier_train": real["metrics"]["memorization"]["max_ssim_mean"],
                                 **corner_ink(test.floats(torch.arange(2000)))}
+    novelty_unseen(test.floats(), rows["real test digits"])
     for sigma in [float(s) for s in args.noisy.split(",") if s]:
         clean = test.floats(torch.arange(1000))
         noisy = (clean + sigma * torch.randn(clean.shape, generator=torch.Generator().manual_seed(0))).clamp(0, 1)
@@ -88,6 +113,7 @@ def main() -> None:
         report = genzoo.evaluate(source, n=args.n, metrics=METRICS, **common)
         rows[source] = summary(report, real_diversity)
         rows[source].update(corner_ink(genzoo.load(source).sample(2000, labels=torch.arange(2000) % 10, seed=0)))
+        novelty_unseen(source, rows[source])
     for name, row in rows.items():
         text = "  ".join(f"{k} {v:.3f}" for k, v in row.items() if isinstance(v, float))
         worst = row.get("accuracy_per_label")
