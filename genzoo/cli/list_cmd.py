@@ -22,13 +22,25 @@ def command(as_json: bool, markdown: bool) -> None:
         click.echo("no models in the catalogue")
         return
     rows = [("NAME", "METHOD", "DATASET", "WEIGHTS", "SUMMARY")]
+    clipped = False
     for e in entries:
         where = "bundled" if e.bundled_dir() else ("hub" if e.hub else "missing")
         method = e.method if host.has_method(e.method) else f"{e.method} (not installed)"
-        rows.append((e.name, method, e.dataset, where, e.summary))
+        dataset = _clip(e.dataset)
+        clipped |= dataset != e.dataset
+        rows.append((e.name, method, dataset, where, e.summary))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
+    if clipped:
+        click.echo("(long dataset descriptions are cut; `genzoo info NAME` shows the whole entry)")
+
+
+DATASET_WIDTH = 32
+
+
+def _clip(text: str, width: int = DATASET_WIDTH) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def markdown_table(entries) -> str:
