@@ -9,7 +9,8 @@ torch's FlopCounterMode, and in the same run the GFLOP/s of a bare convolution w
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
 exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
-network through torch.compile (inductor), channels-last memory format for training, and Adam's
+network through torch.compile (inductor), training with the bottleneck's layers as plain convolutions
+instead of matrix products (``train_256_paired``: the two timed alternately), channels-last memory format for training, and Adam's
 foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py); with
 ``--layers``, each layer of the folded sampling network timed alone, whose summed time (plus the
 noise draw) bounds what any chaining of those kernels can reach. Run it on an idle
@@ -74,9 +75,9 @@ def heaviest_conv(net: nn.Module, x: torch.Tensor) -> tuple[nn.Module, torch.Ten
     return copy.deepcopy(best), inputs[best]
 
 
-def train_rate(model, batch: int, precision: str, rounds: int, *, channels_last: bool = False,
-               adam: str = "default") -> tuple[float, float]:
-    """(images/s, GFLOP/s) of full training steps."""
+def training_step(model, batch: int, precision: str, *, channels_last: bool = False,
+                  adam: str = "default") -> Callable[[], None]:
+    """One full training step (the method's training_step, backward, Adam) of a copy of ``model``."""
     model = copy.deepcopy(model).train()
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -94,8 +95,40 @@ def train_rate(model, batch: int, precision: str, rounds: int, *, channels_last:
         loss.backward()
         opt.step()
 
+    return step
+
+
+def train_rate(model, batch: int, precision: str, rounds: int, **variant) -> tuple[float, float]:
+    """(images/s, GFLOP/s) of full training steps."""
+    step = training_step(model, batch, precision, **variant)
     seconds = median_seconds(step, rounds)
     return batch / seconds, flops_of(step) / seconds / 1e9
+
+
+def paired_train_rates(a, b, batch: int, precision: str, rounds: int) -> tuple[float, float]:
+    """Images/s of training models ``a`` and ``b``, their steps timed alternately (the machine's drift hits both)."""
+    steps = [training_step(a, batch, precision), training_step(b, batch, precision)]
+    times: list[list[float]] = [[], []]
+    for step in steps * 2:  # warm-up
+        step()
+    for _ in range(rounds):
+        for i, step in enumerate(steps):
+            start = time.perf_counter()
+            step()
+            times[i].append(time.perf_counter() - start)
+    return batch / statistics.median(times[0]), batch / statistics.median(times[1])
+
+
+def plain_layers(model):
+    """A copy of ``model`` whose bottleneck layers are plain nn.Conv2d / nn.ConvTranspose2d (not the matrix-product
+    forms genzoo_ign.network uses): the same parameters, for the gain of those forms."""
+    from genzoo_ign.network import build_network
+
+    c = model.config
+    plain = copy.deepcopy(model)
+    plain.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, dense_bottleneck=False)
+    plain.net.load_state_dict(model.net.state_dict())
+    return plain
 
 
 def sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, float]:
@@ -222,6 +255,8 @@ def main() -> None:
             row["compile_and_first_pass_seconds"] = seconds
         for batch in (64, 256):
             row[f"train_{batch}"] = dict(zip(("images_per_s", "gflops"), train_rate(fresh, batch, precision, args.rounds)))
+        dense, plain = paired_train_rates(fresh, plain_layers(fresh), 256, precision, args.rounds)
+        row["train_256_paired"] = {"matrix_product_bottleneck_images_per_s": dense, "plain_layers_images_per_s": plain}
         row["train_256_channels_last"] = dict(zip(("images_per_s", "gflops"),
                                                   train_rate(fresh, 256, precision, args.rounds, channels_last=True)))
         for adam in ("foreach", "fused"):

@@ -264,21 +264,48 @@ def test_the_subpixel_and_phase_forms_of_a_stride_2_transposed_conv_are_the_same
         assert (getattr(inference, form)(layer)(x) - layer(x)).abs().max() < 1e-5
 
 
-def test_a_transposed_conv_of_a_1x1_input_runs_as_a_matrix_product_and_falls_back_otherwise():
-    from genzoo_ign.inference import PointTransposedConv
+@pytest.mark.parametrize("kind", ["conv", "transposed"])
+def test_the_bottleneck_layers_run_as_matrix_products_with_the_same_outputs_and_gradients(kind):
+    from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d
 
     torch.manual_seed(0)
-    layer = torch.nn.ConvTranspose2d(10, 6, 7)
-    point = PointTransposedConv(layer)
-    with torch.no_grad():
-        for size in (1, 3):
-            x = torch.randn(4, 10, size, size)
-            assert (point(x) - layer(x)).abs().max() < 1e-5
+    dense_cls, plain_cls = (DenseConv2d, torch.nn.Conv2d) if kind == "conv" else (DenseConvTranspose2d, torch.nn.ConvTranspose2d)
+    dense, plain = dense_cls(10, 6, 7), plain_cls(10, 6, 7)
+    plain.load_state_dict(dense.state_dict())
+    covering = (4, 10, 7, 7) if kind == "conv" else (4, 10, 1, 1)  # the shape where the matrix product applies
+    for shape in (covering, (4, 10, 9, 9)):  # and one where it falls back to the convolution
+        x = torch.randn(*shape)
+        xd, xp = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+        yd, yp = dense(xd), plain(xp)
+        assert yd.shape == yp.shape and (yd - yp).abs().max() < 1e-5
+        g = torch.randn_like(yd)
+        dense.zero_grad()
+        plain.zero_grad()
+        yd.backward(g)
+        yp.backward(g)
+        for a, b in ((xd.grad, xp.grad), (dense.weight.grad, plain.weight.grad), (dense.bias.grad, plain.bias.grad)):
+            assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item())
+
+
+def test_the_network_keeps_the_plain_layers_parameter_names_and_uses_the_matrix_forms():
+    from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d, build_network
+
+    dense = build_network(3, 32, 128, 64, "batch")
+    plain = build_network(3, 32, 128, 64, "batch", dense_bottleneck=False)
+    assert {k: v.shape for k, v in dense.state_dict().items()} == {k: v.shape for k, v in plain.state_dict().items()}
+    kinds = {type(m) for m in dense.modules()}
+    assert DenseConv2d in kinds and DenseConvTranspose2d in kinds
+    plain.load_state_dict(dense.state_dict())
+    x = torch.rand(5, 3, 32, 32) * 2 - 1
+    dense.train()
+    plain.train()
+    assert (dense(x) - plain(x)).abs().max() < 1e-4
 
 
 def test_the_folded_network_uses_the_cheaper_exact_layers():
-    from genzoo_ign.inference import PointTransposedConv, SubpixelTransposedConv
+    from genzoo_ign.inference import SubpixelTransposedConv
+    from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d
 
     folded = genzoo.load("ign-mnist")._inference_net("noise")
     kinds = {type(m) for m in folded.modules()}
-    assert PointTransposedConv in kinds and SubpixelTransposedConv in kinds
+    assert {DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv} <= kinds

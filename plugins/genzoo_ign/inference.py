@@ -6,9 +6,8 @@ folded network computes the same function (to float rounding) with one pass less
 activation. It is built per source ("noise", "image"), in float64 and then cast, and rebuilt
 whenever a parameter or statistic changes (training, loading, calibration).
 
-Two more exact rewrites, each measured faster in oneDNN on a 2-core Xeon (together +49% sampling
-there; docs/results.md, Speed):
-- a transposed convolution of a 1x1 input (the decoder's first layer) is a matrix product;
+One more exact rewrite, measured faster in oneDNN on a 2-core Xeon (docs/results.md, Speed; the
+bottleneck's layers are matrix products in the network itself, genzoo_ign.network):
 - the last transposed convolution (4x4, stride 2, padding 1, to the image's few channels) is a 3x3
   convolution to 4x the channels followed by a pixel shuffle (the sub-pixel form). For wide outputs
   the sub-pixel form was slower, so only layers to at most 4 channels are rewritten.
@@ -43,31 +42,10 @@ def fold(net: nn.Module, source: str, *, rewrite: bool = True) -> nn.Module:
 def _cheaper(layer: nn.Module) -> nn.Module:
     if not isinstance(layer, nn.ConvTranspose2d) or layer.groups != 1 or layer.dilation != (1, 1):
         return layer
-    if layer.stride == (1, 1) and layer.padding == (0, 0) and layer.output_padding == (0, 0):
-        return PointTransposedConv(layer)
     if (layer.kernel_size, layer.stride, layer.padding, layer.output_padding) == ((4, 4), (2, 2), (1, 1), (0, 0)) \
             and layer.out_channels <= 4:
         return SubpixelTransposedConv(layer)
     return layer
-
-
-class PointTransposedConv(nn.Module):
-    """ConvTranspose2d (stride 1, no padding) as one matrix product when its input is 1x1."""
-
-    def __init__(self, layer: nn.ConvTranspose2d):
-        super().__init__()
-        self.layer = layer
-        c_in, c_out, kh, kw = layer.weight.shape
-        self.out_shape = (c_out, kh, kw)
-        self.register_buffer("matrix", layer.weight.detach().reshape(c_in, c_out * kh * kw).clone())
-        bias = layer.bias if layer.bias is not None else torch.zeros(c_out)
-        self.register_buffer("flat_bias", bias.detach()[:, None, None].expand(c_out, kh, kw).reshape(-1).clone())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-2:] != (1, 1):
-            return self.layer(x)
-        out = torch.addmm(self.flat_bias.to(x.dtype), x.flatten(1), self.matrix.to(x.dtype))
-        return out.view(x.shape[0], *self.out_shape)
 
 
 class SubpixelTransposedConv(nn.Module):
