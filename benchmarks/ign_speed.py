@@ -9,9 +9,9 @@ torch's FlopCounterMode, and in the same run the GFLOP/s of a bare convolution w
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
 exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
-network through torch.compile (inductor), training with the bottleneck's layers as plain convolutions
-instead of matrix products (``train_256_paired``: the two timed alternately), channels-last memory format for training, and Adam's
-foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py); with
+network through torch.compile (inductor), training with the bottleneck's layers as plain
+convolutions instead of matrix products (``train_256_paired``: the two timed alternately),
+channels-last memory format for training, and Adam's foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py); with
 ``--layers``, each layer of the folded sampling network timed alone, whose summed time (plus the
 noise draw) bounds what any chaining of those kernels can reach. Run it on an idle
 machine: another job on the cores halves some figures and not others.
@@ -188,7 +188,7 @@ def layer_breakdown(model, batch: int, precision: str, rounds: int) -> dict:
     rows, total_ms, total_flops = [], 0.0, 0
     with torch.inference_mode(), autocast(precision, CPU):
         x = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
-        if next(net.parameters()).is_contiguous(memory_format=torch.channels_last):
+        if model.inference_channels_last:  # a 1-channel NCHW weight also passes is_contiguous(channels_last)
             x = x.contiguous(memory_format=torch.channels_last)
         for layer in layers:
             seconds = median_seconds(lambda layer=layer, x=x: layer(x), rounds)

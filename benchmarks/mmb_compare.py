@@ -85,12 +85,8 @@ def main() -> None:
     def novelty_unseen(images_or_source, row: dict) -> None:
         if unseen is None:
             return
-        kwargs = dict(common, train=unseen)
-        if isinstance(images_or_source, torch.Tensor):
-            report = genzoo.evaluate(images_or_source, n=len(images_or_source), metrics="memorization", **kwargs)
-        else:
-            report = genzoo.evaluate(images_or_source, n=args.n, metrics="memorization", **kwargs)
-        memo = report["metrics"]["memorization"]
+        n = len(images_or_source) if isinstance(images_or_source, torch.Tensor) else args.n
+        memo = genzoo.evaluate(images_or_source, n=n, metrics="memorization", **dict(common, train=unseen))["metrics"]["memorization"]
         row["nn_feature_distance_to_unseen_train"] = memo["nn_feature_distance_mean"]
         row["max_ssim_to_unseen_train"] = memo["max_ssim_mean"]
     rows = {}

@@ -4,6 +4,8 @@ import click
 
 from ..plugins import get_host
 
+DATASET_WIDTH = 32  # longer dataset descriptions are cut in the listing
+
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as JSON.")
@@ -34,9 +36,6 @@ def command(as_json: bool, markdown: bool) -> None:
         click.echo("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4])
     if clipped:
         click.echo("(long dataset descriptions are cut; `genzoo info NAME` shows the whole entry)")
-
-
-DATASET_WIDTH = 32
 
 
 def _clip(text: str, width: int = DATASET_WIDTH) -> str:

@@ -29,7 +29,7 @@ class DenseConv2d(nn.Conv2d):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.dense = _plain_geometry(self) and self.bias is not None
+        self.dense = _plain_geometry(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         bias = self.bias
@@ -44,7 +44,7 @@ class DenseConvTranspose2d(nn.ConvTranspose2d):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.dense = _plain_geometry(self) and self.output_padding == (0, 0) and self.bias is not None
+        self.dense = _plain_geometry(self) and self.output_padding == (0, 0)
 
     def forward(self, x: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
         bias = self.bias
