@@ -10,7 +10,7 @@ from genzoo.data import ImageData
 from genzoo.datasets import load_dataset
 from genzoo_ign import IGN
 from genzoo_ign.losses import distance, smooth_clamp
-from genzoo_ign.noise import fourier_noise, fourier_statistics
+from genzoo_ign.noise import fourier_noise, fourier_statistics, hermitian_fourier_noise
 
 
 def small_ign(**overrides):
@@ -60,18 +60,35 @@ def test_rec_loss_is_plain_reconstruction():
     assert all(torch.allclose(got[k], want[k], atol=1e-7) for k in got)
 
 
-def test_frozen_copy_accumulates_no_gradient_and_hooks_see_four_applications():
-    model = small_ign()
+def _four_pass_losses(net, x, z):
+    """The losses as written: f(x), f(z), a frozen f'(f(z)) and f(y) with y = f(z) detached."""
+    from torch.func import functional_call
+
+    fx, fz = net(x), net(z)
+    f_fz = functional_call(net, {n: p.detach() for n, p in net.named_parameters()}, (fz,))
+    y = fz.detach()
+    tight = smooth_clamp(-distance(net(y), y, "l1"), distance(fz, z, "l1").detach(), 1.5)
+    return {"rec": distance(fx, x, "l1"), "idem": distance(f_fz, fz, "l1"), "tight": tight}
+
+
+@pytest.mark.parametrize("decoder", ["transposed", "resize"])
+def test_three_forward_passes_give_the_four_pass_losses_and_gradients(decoder):
+    """f'(f(z)) and f(f(z).detach()) are one forward with two backward routes: same values, same gradients."""
+    model = small_ign(decoder=decoder)
     x, z = _inputs()
     calls = []
     handle = model.net.register_forward_hook(lambda mod, inp, out: calls.append(out))
-    losses = model.losses(x, z)
+    got_parts = model.losses(x, z)
     handle.remove()
-    assert len(calls) == 4  # f(x), f(z), frozen f(f(z)), f(y)
-    outputs_needing_grad = [out.requires_grad for out in calls]
-    assert outputs_needing_grad == [True, True, True, True]
-    sum(v.mean() for v in losses.values()).backward()
-    assert all(p.grad is not None for p in model.net.parameters())
+    assert len(calls) == 3  # f(x), f(z), and f(f(z)) once for both routes
+    weights = {"rec": 20.0, "idem": 20.0, "tight": 2.5}
+    got = _grads(model, sum(w * got_parts[k].mean() for k, w in weights.items()))
+    want_parts = _four_pass_losses(model.net, x, z)
+    want = _grads(model, sum(w * want_parts[k].mean() for k, w in weights.items()))
+    for k in weights:
+        assert torch.allclose(got_parts[k], want_parts[k], atol=1e-7)
+    assert all(torch.allclose(got[k], want[k], atol=1e-6) for k in got)
+    assert all(g.abs().sum() > 0 for g in got.values())
 
 
 def test_smooth_clamp_is_linear_near_zero_bounded_odd_and_monotone():
@@ -96,6 +113,41 @@ def test_fourier_noise_reproduces_the_statistics_and_round_trips_through_the_mod
     draws = fourier_noise(torch.randn(4000, 1, 28, 28, 2, generator=g), mean, std)
     pixel_mean = (images.float() / 255 * 2 - 1).mean(0)
     assert (draws.mean(0) - pixel_mean).abs().mean() < 0.05  # the noise carries the data's mean image
+
+
+def test_hermitian_fourier_noise_is_real_and_has_the_datas_per_pixel_statistics():
+    g = torch.Generator().manual_seed(0)
+    smooth = torch.nn.functional.avg_pool2d(torch.randn(4000, 3, 18, 18, generator=g), 3, 1)  # 16x16, correlated
+    images = smooth * 1.5 + torch.linspace(-0.3, 0.3, 16)
+    mean, std = fourier_statistics(images)
+    draws = hermitian_fourier_noise(torch.randn(4000, 3, 16, 16, generator=g), mean, std)
+    assert draws.dtype == images.dtype and draws.shape == images.shape
+    assert (draws.std(0) / images.std(0)).mean().item() == pytest.approx(1.0, abs=0.03)
+    assert (draws.mean(0) - images.mean(0)).abs().mean() < 0.03
+    coefficients = torch.view_as_real(torch.fft.fft2(draws.double()))
+    assert torch.allclose(coefficients.std(0), std.double(), rtol=0.1, atol=0.05 * std.max().item())
+    old = fourier_noise(torch.randn(4000, 3, 16, 16, 2, generator=g), mean, std)
+    assert (old.std(0) / images.std(0)).mean() < 0.8  # the real part of free coefficients loses variance
+    model = small_ign(noise="hermitian", channels=3, image_size=32)
+    model.setup_fit(ImageData((torch.rand(64, 3, 32, 32, generator=g) * 255).to(torch.uint8), None, "rand"))
+    assert model.sample(4, seed=0).shape == (4, 3, 32, 32)
+    assert torch.equal(model.sample(2, seed=0), model.sample(4, seed=0)[:2])
+
+
+@pytest.mark.parametrize("size", [28, 32, 64])
+def test_the_resize_decoder_upsamples_without_transposed_convs_and_folds_exactly(size):
+    from genzoo_ign import batchnorm
+
+    model = small_ign(decoder="resize", image_size=size, channels=1 if size == 28 else 3)
+    assert not any(isinstance(m, torch.nn.ConvTranspose2d) and m.stride == (2, 2) for m in model.net.modules())
+    model.prepare_export()
+    model.eval()
+    with torch.no_grad():
+        z = torch.randn(4, *model.image_shape)
+        with batchnorm.source(model.net, "noise"):
+            unfolded = model.net(z)
+        assert unfolded.shape == z.shape
+        assert (model._inference_net("noise")(z) - unfolded).abs().max() < 1e-5
 
 
 def _train_on(images, steps, **config):

@@ -17,7 +17,7 @@ from . import batchnorm
 from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
-from .noise import fourier_noise, fourier_statistics
+from .noise import fourier_noise, fourier_statistics, hermitian_fourier_noise
 
 CHANNELS_LAST_FROM = 32  # image size from which sampling runs the folded net channels-last
 
@@ -36,7 +36,10 @@ class IGNConfig:
     width: Annotated[int, Positive] = 64  # channels of the first stage; later stages scale with it (a multiple of 4)
     bottleneck: Annotated[int, Positive] = 100
     norm: Literal["batch", "group", "none"] = "batch"  # batch: per-source calibrated statistics (docs/methods/ign.md)
-    noise: Literal["gaussian", "fourier"] = "gaussian"
+    decoder: Literal["transposed", "resize"] = "transposed"  # how the decoder upsamples (network.upsampling)
+    # fourier: Re(ifft) of independent coefficients (keeps about half the data's per-pixel variance);
+    # hermitian: coefficients drawn with Hermitian symmetry, so the noise has the data's per-pixel statistics
+    noise: Literal["gaussian", "fourier", "hermitian"] = "gaussian"
     distance: Literal["l1", "mse"] = "l1"
     lambda_rec: Annotated[float, NonNegative] = 20.0
     lambda_idem: Annotated[float, NonNegative] = 20.0
@@ -67,7 +70,7 @@ class IGN(genzoo.Method):
     def __init__(self, config=None):
         super().__init__(config)
         c = self.config
-        self.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm)
+        self.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, decoder=c.decoder)
         self._folded = FoldedCache()  # not a submodule: rebuilt from net, never saved
         stats_shape = (c.channels, c.image_size, c.image_size, 2)
         self.register_buffer("fourier_mean", torch.zeros(stats_shape))
@@ -79,6 +82,8 @@ class IGN(genzoo.Method):
         """Standard normal draws (N, C, H, W, 2) -> noise images in the network's [-1, 1] space."""
         if self.config.noise == "fourier":
             return fourier_noise(standard, self.fourier_mean, self.fourier_std)
+        if self.config.noise == "hermitian":
+            return hermitian_fourier_noise(standard[..., 0], self.fourier_mean, self.fourier_std)
         return standard[..., 0]
 
     def setup_fit(self, data) -> None:
@@ -87,7 +92,7 @@ class IGN(genzoo.Method):
                 f"ign is configured for images of shape {self.image_shape} but {data.name} has {data.image_shape}; "
                 f"pass --set channels={data.image_shape[0]} --set image_size={data.image_shape[1]}"
             )
-        if self.config.noise == "fourier":
+        if self.config.noise in ("fourier", "hermitian"):
             mean, std = fourier_statistics(data.floats() * 2 - 1)
             self.fourier_mean.copy_(mean)
             self.fourier_std.copy_(std)

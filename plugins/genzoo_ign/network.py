@@ -70,10 +70,19 @@ def norm_layer(kind: str, channels: int) -> nn.Module:
     return nn.Identity()
 
 
+def upsampling(kind: str, c_in: int, c_out: int) -> list[nn.Module]:
+    """One decoder stage that doubles the resolution: a 4x4/2 transposed conv, or nearest resize + 3x3 conv
+    (every output pixel sees the same number of taps, so no checkerboard pattern; Odena et al. 2016)."""
+    if kind == "resize":
+        return [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(c_in, c_out, 3, 1, 1)]
+    return [nn.ConvTranspose2d(c_in, c_out, 4, 2, 1)]
+
+
 def build_network(channels: int, image_size: int, bottleneck: int, width: int, norm: str,
-                  *, dense_bottleneck: bool = True) -> nn.Sequential:
-    """f: images in [-1, 1] -> images in [-1, 1], same shape. ``dense_bottleneck=False``: the bottleneck's
-    layers as plain nn.Conv2d / nn.ConvTranspose2d (the same parameters; for benchmarks)."""
+                  *, decoder: str = "transposed", dense_bottleneck: bool = True) -> nn.Sequential:
+    """f: images in [-1, 1] -> images in [-1, 1], same shape. ``decoder``: how each stage upsamples
+    ("transposed" or "resize"). ``dense_bottleneck=False``: the bottleneck's layers as plain
+    nn.Conv2d / nn.ConvTranspose2d (the same parameters; for benchmarks)."""
     conv, deconv = (DenseConv2d, DenseConvTranspose2d) if dense_bottleneck else (nn.Conv2d, nn.ConvTranspose2d)
     widths, last_kernel = STAGES[image_size]
     widths = tuple(w * width // 64 for w in widths)
@@ -86,11 +95,11 @@ def build_network(channels: int, image_size: int, bottleneck: int, width: int, n
         encoder.append(nn.LeakyReLU(0.2))
         previous = w
     encoder.append(conv(previous, bottleneck, last_kernel))
-    decoder: list[nn.Module] = [deconv(bottleneck, widths[-1], last_kernel), norm_layer(norm, widths[-1]), nn.ReLU()]
+    layers: list[nn.Module] = [deconv(bottleneck, widths[-1], last_kernel), norm_layer(norm, widths[-1]), nn.ReLU()]
     for w_in, w_out in zip(widths[::-1], widths[::-1][1:]):
-        decoder += [nn.ConvTranspose2d(w_in, w_out, 4, 2, 1), norm_layer(norm, w_out), nn.ReLU()]
-    decoder += [nn.ConvTranspose2d(widths[0], channels, 4, 2, 1), nn.Tanh()]
-    net = nn.Sequential(nn.Sequential(*encoder), nn.Sequential(*decoder))
+        layers += [*upsampling(decoder, w_in, w_out), norm_layer(norm, w_out), nn.ReLU()]
+    layers += [*upsampling(decoder, widths[0], channels), nn.Tanh()]
+    net = nn.Sequential(nn.Sequential(*encoder), nn.Sequential(*layers))
     for module in net.modules():
         if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):
             nn.init.normal_(module.weight, 0.0, 0.02)  # DCGAN init
