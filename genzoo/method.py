@@ -227,9 +227,10 @@ class Method(nn.Module):
         """One step's losses: ``{"loss": scalar to minimise, other scalars to log}``.
 
         ``batch["x"]`` is float NCHW in [0, 1] on the training device, ``batch["y"]`` the labels
-        (or None), ``batch["size"]`` the batch size of this process; methods with
-        ``needs_data = False`` get ``{"x": None, "y": None, "size": n}``. Every scalar besides
-        ``loss`` is logged.
+        (or None), ``batch["size"]`` the batch size of this process, ``batch["step"]`` the index of
+        the optimisation step (0-based; for schedules that a method keeps itself); methods with
+        ``needs_data = False`` get ``{"x": None, "y": None, "size": n, "step": t}``. Every scalar
+        besides ``loss`` is logged.
         """
         raise NotImplementedError
 

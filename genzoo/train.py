@@ -344,7 +344,7 @@ class Trainer:
     def _batch(self, data: ImageData | None, step: int, micro: int, device: torch.device) -> dict[str, Any]:
         """Micro-batch ``micro`` of step ``step`` for this process: a pure function of (seed, step)."""
         if data is None:
-            return {"x": None, "y": None, "size": self.local_batch}
+            return {"x": None, "y": None, "size": self.local_batch, "step": step}
         o = self.opts
         n, b = len(data), o.batch_size
         per_step = b * o.grad_accum
@@ -356,7 +356,7 @@ class Trainer:
         start = position * per_step + micro * b + self.accelerator.process_index * self.local_batch
         index = self._perm[start:start + self.local_batch]
         y = data.labels[index].to(device) if data.labels is not None else None
-        return {"x": data.floats(index).to(device), "y": y, "size": self.local_batch}
+        return {"x": data.floats(index).to(device), "y": y, "size": self.local_batch, "step": step}
 
     def _loop(self, wrapped, state: ckpt.TrainState, data: ImageData | None) -> None:
         from tqdm.auto import tqdm
