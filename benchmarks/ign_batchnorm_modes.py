@@ -17,10 +17,9 @@ import json
 import torch
 
 import genzoo
-from genzoo.data import fixed_permutation
-from genzoo.datasets import load_dataset
-from genzoo.features import extract, feature_space
-from genzoo.scores import class_statistics, fid
+from genzoo.datasets import fixed_permutation, load_dataset
+from genzoo.metrics.features import extract, feature_space
+from genzoo.metrics import class_statistics, fid
 from genzoo_ign import batchnorm
 
 

@@ -19,10 +19,9 @@ import torch
 import torch.nn.functional as F
 
 import genzoo
-from genzoo.data import fixed_permutation
-from genzoo.datasets import load_dataset
+from genzoo.datasets import fixed_permutation, load_dataset
 from genzoo.images import save_grid
-from genzoo.features import extract, feature_space
+from genzoo.metrics.features import extract, feature_space
 
 
 def corruptions(x: torch.Tensor, seed: int = 0) -> dict[str, torch.Tensor]:

@@ -24,9 +24,8 @@ import torch.nn.functional as F
 from torchvision.transforms.functional import gaussian_blur
 
 import genzoo
-from genzoo.data import fixed_permutation
-from genzoo.datasets import load_dataset
-from genzoo.features import extract, feature_space
+from genzoo.datasets import fixed_permutation, load_dataset
+from genzoo.metrics.features import extract, feature_space
 
 DATASETS = {
     "mnist": {"ref": "mnist:test", "train": "mnist:train", "n": 10000, "task": "digit labels"},

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 import genzoo
-from genzoo.features import extract, feature_space
+from genzoo.metrics.features import extract, feature_space
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import schedules
 from ._version import __version__
-from .data import ImageData
+from .datasets import ImageData
 from .errors import ArgumentError, GenzooError, UnsupportedVerb, WeightsError
 from .hookspecs import hookimpl
 from .loading import load
@@ -55,7 +55,7 @@ def __getattr__(name: str) -> Any:
 
         return fit
     if name == "evaluate":
-        from .evaluation import evaluate
+        from .metrics.evaluation import evaluate
 
         return evaluate
     if name == "push_to_hub":

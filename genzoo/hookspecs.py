@@ -2,7 +2,8 @@
 
 A plugin is a module with functions marked ``@genzoo.hookimpl`` published under the ``genzoo``
 entry-point group. Each hook hands the plugin a ``register`` callback so the core can validate
-what it is given and report which plugin gave it.
+what it is given and report which plugin gave it. The core registers its own datasets and metrics
+through these hooks too (``genzoo.datasets.builtin``, ``genzoo.metrics.builtin``).
 """
 
 import pluggy
@@ -53,8 +54,9 @@ def register_datasets(register):
 def register_metrics(register):
     """Register metrics for ``genzoo eval --metrics``: ``register(name, compute, summary=..., needs=(...))``.
 
-    ``compute(scoring)`` receives a ``genzoo.scores.Scoring`` (reference and sample features, class
+    ``compute(scoring)`` receives a ``genzoo.metrics.Scoring`` (reference and sample features, class
     probabilities, labels, images, options) and returns a number (reported under ``name``) or a
     dict of results. ``needs`` may hold "classes" (a feature network that classifies) and "train"
-    (the training images, loaded once for every metric that asks).
+    (the training images, loaded once for every metric that asks). ``check(options, n_ref)``, if
+    given, refuses bad settings (raise ``genzoo.ArgumentError``) before any image is generated.
     """

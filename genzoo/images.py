@@ -1,7 +1,7 @@
-"""Images in and out: grids (PNG or JPEG), PNG folders, .npz arrays; loading inputs for refine.
+"""Images in and out: grids (PNG or JPEG), PNG folders, .npz arrays; image files read back.
 
 A grid PNG carries its layout (a text chunk), so ``genzoo refine --input grid.png`` reads the
-images back rather than one big picture. Where an output goes is checked before any image is
+images back rather than one big picture (:func:`read_image_files`, beside :func:`save_grid`). Where an output goes is checked before any image is
 made (:func:`output_target`), so a wrong path fails at once and loses no work.
 """
 
@@ -12,16 +12,20 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
 
-from .data import GRID_KEY, IMAGE_SUFFIXES, NPZ_ACCEPTED, grid_layout, load_npz, read_image_files
 from .errors import GenzooError
 
 FORMATS = ("grid", "npz", "png-dir")
 GRID_SUFFIXES = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 PADDING = 2
+GRID_KEY = "genzoo-grid"  # PNG text chunk: the layout of a grid genzoo wrote, so it can be read back
+NPZ_ACCEPTED = ("an .npz written by numpy.savez with images under key x (uint8 N x H x W, N x H x W x C or "
+                "N x C x H x W, or floats in [0, 1]) and optional int labels under y")
 
 
 def to_uint8(images: torch.Tensor) -> torch.Tensor:
@@ -80,8 +84,58 @@ def save_png(image: torch.Tensor, path: str | os.PathLike, *, text: dict[str, st
 
 def save_grid(images: torch.Tensor, path: str | os.PathLike, nrow: int | None = None) -> Path:
     """A grid of ``images`` as one PNG (with its layout, so it can be read back) or JPEG."""
-    layout = grid_layout(images.shape[0], _columns(images.shape[0], nrow), PADDING, tuple(images.shape[1:]))
+    c, h, w = images.shape[1:]
+    layout = {"count": images.shape[0], "columns": min(_columns(images.shape[0], nrow), images.shape[0]),
+              "padding": PADDING, "channels": c, "height": h, "width": w}
     return save_png(make_grid(images, nrow=nrow), path, text={GRID_KEY: json.dumps(layout)})
+
+
+def read_image_files(files: Sequence[Path]) -> torch.Tensor:
+    """PNG/JPEG files of one size -> uint8 N x C x H x W (grayscale stays 1 channel).
+
+    A grid written by :func:`save_grid` carries its layout in the PNG and is split back into its images.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if not files:
+        raise GenzooError("no image files found")
+    arrays = []
+    for f in files:
+        try:
+            with Image.open(f) as im:
+                layout = im.info.get(GRID_KEY)
+                if im.mode not in ("L", "RGB"):
+                    im = im.convert("RGB" if im.mode in ("RGBA", "P", "CMYK") else "L")
+                a = np.asarray(im)
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+            raise GenzooError(f"{f} is not an image genzoo can read; give PNG or JPEG files, a folder of them, "
+                              f"or {NPZ_ACCEPTED}") from None
+        a = a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
+        arrays.extend(_split_grid(a, layout, f) if layout else [a])
+        if arrays[-1].shape != arrays[0].shape:
+            raise GenzooError(f"{f} has shape {arrays[-1].shape} (C, H, W), but {files[0]} has {arrays[0].shape}; "
+                              f"give images of one size")
+    return torch.from_numpy(np.stack(arrays))
+
+
+def _split_grid(grid: np.ndarray, layout_text: str, where: Path) -> list[np.ndarray]:
+    """The images of a genzoo grid (C x H x W uint8), from the layout :func:`save_grid` stored beside it."""
+    try:
+        layout = {k: int(v) for k, v in json.loads(layout_text).items()}
+        count, columns, pad = layout["count"], layout["columns"], layout["padding"]
+        c, h, w = layout["channels"], layout["height"], layout["width"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise GenzooError(f"{where} carries a damaged {GRID_KEY} layout; pass the images themselves "
+                          f"(genzoo sample --format png-dir or npz)") from None
+    rows = -(-count // columns)
+    if grid.shape[1:] != (rows * (h + pad) + pad, columns * (w + pad) + pad):
+        raise GenzooError(f"{where} is {grid.shape[2]}x{grid.shape[1]} pixels, not the grid its {GRID_KEY} layout "
+                          f"describes; pass the images themselves (genzoo sample --format png-dir or npz)")
+    images = []
+    for k in range(count):
+        top, left = (k // columns) * (h + pad) + pad, (k % columns) * (w + pad) + pad
+        images.append(np.ascontiguousarray(grid[:c, top:top + h, left:left + w]))
+    return images
 
 
 def output_target(output: str | os.PathLike | None, fmt: str | None, default_stem: str) -> tuple[Path, str]:
@@ -158,22 +212,3 @@ def save_images(
     for i, image in enumerate(images):
         save_png(image, out / f"{i:0{width}d}.png")
     return out
-
-
-def load_images(source: str | os.PathLike) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Images for refine: a PNG/JPEG file (a genzoo grid is split back), a folder of them, or an .npz.
-
-    Returns float NCHW in [0, 1] and labels (from the npz's y) or None.
-    """
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise GenzooError(f"input {path} does not exist; give a PNG file, a folder of PNGs or {NPZ_ACCEPTED}")
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        if not files:
-            raise GenzooError(f"folder {path} holds no PNG or JPEG images")
-        return read_image_files(files).float() / 255, None
-    if path.suffix.lower() == ".npz":
-        data = load_npz(path)
-        return data.floats(), data.labels
-    return read_image_files([path]).float() / 255, None

@@ -1,19 +1,22 @@
 """The plugin host: finds plugins, calls their hooks, isolates their failures, and owns every lookup.
 
-Every method, the built-in ones included, arrives through the ``genzoo`` entry-point group. A plugin
-that fails to import or to register is recorded with its error (``genzoo plugins`` shows it) and
-everything else keeps working. Registrations of a plugin whose hook raises are dropped as a whole.
+Every method, the built-in ones included, arrives through the ``genzoo`` entry-point group. The
+core's own datasets and metrics arrive through the same hooks, from the core's built-in plugins
+(``BUILTIN_PLUGINS``, always loaded, first), so a plugin adds a dataset or a metric exactly as the
+core does. A plugin that fails to import or to register is recorded with its error (``genzoo
+plugins`` shows it) and everything else keeps working. Registrations of a plugin whose hook raises
+are dropped as a whole.
 
-What plugins register lives here, merged with the core's own tables (registry.yaml, the built-in
-datasets and metrics), and is looked up here only: methods and models by name or alias (a method
-name also finds its default model), datasets, metrics and feature networks by name.
+What plugins register lives here, merged with registry.yaml, and is looked up here only: methods
+and models by name or alias (a method name also finds its default model), datasets, metrics and
+feature networks by name.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata as importlib_metadata
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,13 +24,15 @@ from typing import Any, Callable
 import pluggy
 
 from . import hookspecs
-from .data import BUILTIN_DATASETS, DatasetEntry, ImageData, images_to_uint8_nchw
+from .datasets.table import DatasetEntry, registered_entry
 from .errors import GenzooError
 from .method import Method
+from .metrics.table import MetricEntry, registered_metric
 from .registry import ModelEntry, load_registry_file
-from .scores import BUILTIN_METRICS, METRIC_NEEDS, MetricEntry
 
 ENTRY_POINT_GROUP = "genzoo"
+# The core's own plugins (module names), loaded before any entry point and whatever GENZOO_LOAD_PLUGINS says.
+BUILTIN_PLUGINS = ("genzoo.datasets.builtin", "genzoo.metrics.builtin")
 ALLOW_ENV = "GENZOO_LOAD_PLUGINS"
 HOOK_NAMES = ("register_methods", "register_models", "register_commands", "register_feature_extractors",
               "register_datasets", "register_metrics")
@@ -51,10 +56,16 @@ class PluginInfo:
     metrics: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    builtin: bool = False  # one of the core's own plugins (BUILTIN_PLUGINS)
 
     @property
     def error(self) -> str | None:
         return "; ".join(self.errors) or None
+
+    @property
+    def source(self) -> str:
+        """How what it registered is attributed: "genzoo" for the core's plugins, else "plugin 'NAME'"."""
+        return "genzoo" if self.builtin else f"plugin {self.name!r}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "module": self.module, "distribution": self.distribution, "version": self.version,
@@ -99,12 +110,15 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
+        self.builtins: dict[str, PluginInfo] = {}
         self.methods: dict[str, MethodRecord] = {}
         self.method_aliases: dict[str, str] = {}
         self.models: dict[str, ModelEntry] = {entry.name: entry for entry in load_registry_file()}
-        self.datasets: dict[str, DatasetEntry] = dict(BUILTIN_DATASETS)
-        self.metrics: dict[str, MetricEntry] = dict(BUILTIN_METRICS)
+        self.datasets: dict[str, DatasetEntry] = {}
+        self.metrics: dict[str, MetricEntry] = {}
         self.feature_extractors: dict[str, FeatureExtractorRecord] = {}
+        for module_name in BUILTIN_PLUGINS:
+            self.add(importlib.import_module(module_name), name=module_name, builtin=True)
         if load_entry_points:
             self._load_entry_points()
 
@@ -129,13 +143,18 @@ class PluginHost:
                 continue
             self.add(module, name=ep.name, info=info)
 
-    def add(self, plugin: Any, name: str | None = None, info: PluginInfo | None = None) -> PluginInfo:
-        """Register a plugin object or module (as ``pm.register`` would) and run its hooks now."""
+    def add(self, plugin: Any, name: str | None = None, info: PluginInfo | None = None, *,
+            builtin: bool = False) -> PluginInfo:
+        """Register a plugin object or module (as ``pm.register`` would) and run its hooks now.
+
+        ``builtin`` marks one of the core's own plugins: ``genzoo plugins`` does not list it and what
+        it registers is attributed to genzoo.
+        """
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
-        if name in self.plugins:
+        if name in self.plugins or name in self.builtins:
             raise GenzooError(f"a plugin named {name!r} is already loaded; give the new one another name")
-        info = info or PluginInfo(name=name, module=getattr(plugin, "__name__", type(plugin).__name__))
-        self.plugins[name] = info
+        info = info or PluginInfo(name=name, module=getattr(plugin, "__name__", type(plugin).__name__), builtin=builtin)
+        (self.builtins if builtin else self.plugins)[name] = info
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:
@@ -227,36 +246,21 @@ class PluginHost:
         return register
 
     def _dataset_registrar(self, info: PluginInfo, staged: list):
-        def register(name: str, load: Callable[[Path, str], Any], *, shape: tuple[int, int, int], summary: str = "",
-                     num_classes: int = 0, splits: dict[str, int | None] | None = None, files: str = "",
-                     default_split: str = "train", license: str = "") -> None:
-            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name or ""):
-                raise GenzooError(f"dataset name {name!r} must be lower-case letters, digits, '.', '-' or '_' "
-                                  f"(it is written --dataset NAME[:SPLIT])")
-            if name in self.datasets or name in ("npz", "folder"):
-                other = self.datasets[name].source if name in self.datasets else "genzoo (a spec prefix)"
-                raise GenzooError(f"dataset {name!r} from plugin {info.name!r} is already registered by {other}")
-            if not callable(load):
-                raise GenzooError(f"dataset {name!r}: load must be callable, got {load!r}")
-            splits = dict(splits or {default_split: None})
-            if default_split not in splits:
-                raise GenzooError(f"dataset {name!r}: default_split {default_split!r} is not one of its splits {list(splits)}")
-            entry = DatasetEntry(name, summary, tuple(shape), int(num_classes), splits, files, _checked_loader(name, load),
-                                 default_split, license, f"plugin {info.name!r}")
+        def register(name: str, load: Callable[[Path, str], Any], **fields: Any) -> None:
+            entry = registered_entry(name, load, **fields, source=info.source)
+            if name in self.datasets:
+                raise GenzooError(f"dataset {name!r} from {info.source} is already registered by "
+                                  f"{self.datasets[name].source}")
             staged.append((name, lambda: self.datasets.__setitem__(name, entry)))
 
         return register
 
     def _metric_registrar(self, info: PluginInfo, staged: list):
-        def register(name: str, compute: Callable[[Any], Any], *, summary: str = "", needs: tuple[str, ...] = ()) -> None:
+        def register(name: str, compute: Callable[[Any], Any], **fields: Any) -> None:
+            entry = registered_metric(name, compute, **fields, source=info.source)
             if name in self.metrics:
-                raise GenzooError(f"metric {name!r} from plugin {info.name!r} is already registered by {self.metrics[name].source}")
-            if not callable(compute):
-                raise GenzooError(f"metric {name!r}: compute must be callable, got {compute!r}")
-            unknown = sorted(set(needs) - set(METRIC_NEEDS))
-            if unknown:
-                raise GenzooError(f"metric {name!r}: unknown needs {unknown}; choose from {', '.join(METRIC_NEEDS)}")
-            entry = MetricEntry(name, compute, summary, frozenset(needs), source=f"plugin {info.name!r}")
+                raise GenzooError(f"metric {name!r} from {info.source} is already registered by "
+                                  f"{self.metrics[name].source}")
             staged.append((name, lambda: self.metrics.__setitem__(name, entry)))
 
         return register
@@ -357,25 +361,6 @@ class PluginHost:
             return records[name]
         known = ", ".join(sorted(records)) or "none"
         raise GenzooError(f"unknown feature network {name!r}; available: {known}, inception (online only)")
-
-
-def _checked_loader(name: str, load: Callable[[Path, str], Any]) -> Callable[[Path, str], ImageData]:
-    """A plugin's loader, its result turned into ImageData (it may return ImageData or (images, labels))."""
-    import torch
-
-    def wrapped(root: Path, split: str) -> ImageData:
-        result = load(root, split)
-        if isinstance(result, ImageData):
-            return result
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise GenzooError(f"dataset {name!r}: its loader must return ImageData or (images, labels), got "
-                              f"{type(result).__name__}")
-        images, labels = result
-        images = images.numpy() if isinstance(images, torch.Tensor) else images
-        labels = None if labels is None else torch.as_tensor(labels, dtype=torch.long)
-        return ImageData(images_to_uint8_nchw(images, f"dataset {name}"), labels, f"{name}:{split}")
-
-    return wrapped
 
 
 _HOST: PluginHost | None = None

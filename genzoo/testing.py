@@ -32,7 +32,7 @@ import torch
 from safetensors.torch import load_file
 
 from .configs import build_config
-from .data import ImageData
+from .datasets import ImageData
 from .errors import GenzooError, UnsupportedVerb
 from .method import VERBS, Method
 from .plugins import MethodRecord, get_host

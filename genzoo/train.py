@@ -37,8 +37,7 @@ from torch import nn
 from . import checkpoints as ckpt
 from ._version import __version__
 from .configs import build_config, config_to_dict, option
-from .data import ImageData
-from .datasets import load_dataset
+from .datasets import ImageData, load_dataset
 from .errors import ArgumentError, GenzooError
 from .hardware import device_name, resolve_device
 from .images import save_grid

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import genzoo
-from genzoo.data import CELEBA64, CIFAR10_EXACT, CIFAR10_SUBSET
+from genzoo.datasets.builtin import CELEBA64, CIFAR10_EXACT, CIFAR10_SUBSET
 from genzoo.datasets import dataset_entry, load_dataset
 from genzoo.plugins import get_host
 

@@ -37,10 +37,34 @@ def test_image_folder_with_class_subfolders(tmp_path):
     assert data.images.shape == (4, 1, 6, 6) and data.labels.tolist() == [0, 0, 1, 1]
 
 
-def test_missing_mnist_offline_names_the_files_and_the_flag(tmp_path, monkeypatch):
+def test_missing_mnist_offline_names_the_folder_in_full_the_files_the_reason_and_the_flag(tmp_path, monkeypatch):
     monkeypatch.setenv("GENZOO_OFFLINE", "1")
-    with pytest.raises(GenzooError, match=r"MNIST is not under .*MNIST/raw.*--data-root"):
-        load_dataset("mnist", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GenzooError) as error:
+        load_dataset("mnist", "relative/root")
+    message = str(error.value)
+    assert f"MNIST is not under {tmp_path.resolve() / 'relative' / 'root'} (looked for MNIST/raw" in message
+    assert "(offline: GENZOO_OFFLINE=1)" in message and "--data-root" in message
+
+
+def test_a_failed_download_says_why_after_torchvision_s_header():
+    """torchvision's message is a header ending in a colon, the cause on the lines after it."""
+    from genzoo.datasets.download import download_failure
+
+    header_only = RuntimeError("Error downloading train-images-idx3-ubyte.gz:\nTried https://a.example/, got:\n"
+                               "<urlopen error [Errno -3] Temporary failure in name resolution>\n")
+    assert download_failure(header_only) == ("Error downloading train-images-idx3-ubyte.gz: <urlopen error [Errno -3] "
+                                             "Temporary failure in name resolution>")
+    assert download_failure(RuntimeError("")) == "RuntimeError"
+    assert download_failure(OSError("disk full")) == "disk full"
+
+
+def test_the_spec_list_of_the_package_docstring_is_the_table():
+    import genzoo.datasets
+    from genzoo.datasets import known_datasets
+
+    for entry in known_datasets():
+        assert f"{entry.name}[:{'|'.join(entry.splits)}]" in genzoo.datasets.__doc__
 
 
 def test_unknown_dataset_and_split(tmp_path):

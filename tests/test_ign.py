@@ -6,8 +6,7 @@ import pytest
 import torch
 
 import genzoo
-from genzoo.data import ImageData
-from genzoo.datasets import load_dataset
+from genzoo.datasets import ImageData, load_dataset
 from genzoo_ign import IGN
 from genzoo_ign.losses import distance, smooth_clamp
 from genzoo_ign.noise import fourier_noise, fourier_statistics, hermitian_fourier_noise
@@ -268,7 +267,7 @@ def test_genzoo_sample_ign_works_offline_from_the_bundled_weights(tmp_path, monk
 
 
 def test_bundled_ign_mnist_draws_recognisable_digits_of_many_classes():
-    from genzoo.features import extract, feature_space
+    from genzoo.metrics.features import extract, feature_space
 
     images = genzoo.load("ign-mnist").sample(256, seed=0)
     _, probs = extract(feature_space(dataset="mnist"), images)

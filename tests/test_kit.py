@@ -132,7 +132,7 @@ def test_a_scaffolded_plugin_installs_and_passes_its_own_tests(tmp_path):
     assert " passed" in tests.stdout
 
 
-@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.train:FitOptions"), ("eval", "genzoo.evaluation:EvalOptions")])
+@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.train:FitOptions"), ("eval", "genzoo.metrics.evaluation:EvalOptions")])
 def test_cli_defaults_agree_with_the_options_dataclass(verb, options_cls):
     """Every CLI option built from FitOptions/EvalOptions has the dataclass's default, and every
     CLI-visible field has an option: the Python API and `genzoo fit/eval` cannot drift apart."""

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import genzoo
 from genzoo.cli import cli
-from genzoo.scores import class_statistics, fid, kid, max_ssim, precision_recall
+from genzoo.metrics import class_statistics, fid, kid, max_ssim, precision_recall
 
 
 def _scipy_fid(a, b):

@@ -253,7 +253,7 @@ def test_interpolation_walks_between_two_samples_of_one_label(tmp_path, plugin_c
     result = runner.invoke(plugin_commands, ["mmb", "interpolate", "mmb-mnist", "--label", "3", "--pairs", "2", "--steps", "5",
                                  "-o", str(out)])
     assert result.exit_code == 0, result.output
-    from genzoo.images import load_images
+    from genzoo.datasets import load_images
 
     images, _ = load_images(out)
     gen = genzoo.load("mmb-mnist")

@@ -190,3 +190,46 @@ def test_a_plugin_command_may_not_replace_a_built_in_verb():
     host.add_commands(cli)
     assert cli.commands["sample"] is original
     assert "tried to replace the command(s) ['sample']" in info.error
+
+
+def test_a_plugin_adds_datasets_and_metrics_exactly_as_the_core_does(toy_site, toy_npz, tmp_path):
+    """The core's own datasets and metrics arrive through register_datasets/register_metrics; a plugin
+    making the same calls under other names gets the same rows and the same results."""
+    from genzoo.datasets import builtin as core_datasets
+    from genzoo.datasets import load_dataset
+    from genzoo.metrics import builtin as core_metrics
+
+    host = get_host()
+    assert set(host.builtins["genzoo.datasets.builtin"].datasets) == set(host.datasets)
+    assert set(host.builtins["genzoo.metrics.builtin"].metrics) == set(host.metrics)
+    dataset_calls, metric_calls = [], []
+    core_datasets.register_datasets(lambda name, load, **fields: dataset_calls.append((name, load, fields)))
+    core_metrics.register_metrics(lambda name, compute, **fields: metric_calls.append((name, compute, fields)))
+    info = host.add(_plugin(
+        register_datasets=lambda register: [register(f"copy-{n}", load, **f) for n, load, f in dataset_calls],
+        register_metrics=lambda register: [register(f"copy-{n}", compute, **f) for n, compute, f in metric_calls]),
+        name="copy")
+    assert info.error is None
+    for name, *_ in dataset_calls:
+        copy = host.datasets[f"copy-{name}"].as_dict()
+        assert copy.pop("source") == "plugin 'copy'" and copy.pop("name") == f"copy-{name}"
+        core = host.datasets[name].as_dict()
+        assert (core.pop("source"), core.pop("name")) == ("genzoo", name) and copy == core
+    root = tmp_path / "root"
+    (root / "cifar10").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    np.savez(root / "cifar10" / "cifar10_exact_5k.npz", x_train=rng.integers(0, 256, (5, 32, 32, 3), dtype=np.uint8),
+             y_train=np.arange(5))
+    core, copied = load_dataset("cifar10-exact:train", root), load_dataset("copy-cifar10-exact:train", root)
+    assert torch.equal(core.images, copied.images) and torch.equal(core.labels, copied.labels)
+
+    common = dict(n=64, ref=f"npz:{toy_npz}", features="toy-features", progress=False)
+    ours = genzoo.evaluate(f"npz:{toy_npz}", metrics="fid,precision,recall", **common)["metrics"]
+    theirs = genzoo.evaluate(f"npz:{toy_npz}", metrics="copy-fid,copy-precision,copy-recall", **common)["metrics"]
+    assert theirs == {f"copy-{name}": value for name, value in ours.items() if name != "classes"} | \
+        ({"classes": ours["classes"]} if "classes" in ours else {})
+    for metrics in ("precision", "copy-precision"):  # the copy's check refuses what the core's refuses
+        with pytest.raises(genzoo.ArgumentError, match="nearest neighbour"):
+            genzoo.evaluate(f"npz:{toy_npz}", metrics=metrics, k=64, **common)
+    listed = CliRunner().invoke(cli, ["datasets"])
+    assert "copy-mnist: handwritten digits" in listed.output and "from plugin 'copy'" in listed.output

@@ -175,7 +175,7 @@ def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
 
 
 def test_bundled_robust_mnist_refines_ign_samples_towards_their_labels_within_the_ball():
-    from genzoo.features import extract, feature_space
+    from genzoo.metrics.features import extract, feature_space
 
     refiner = genzoo.load("robust-mnist")
     images = genzoo.load("ign-mnist").sample(64, seed=1)

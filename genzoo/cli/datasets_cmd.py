@@ -3,8 +3,7 @@ from pathlib import Path
 
 import click
 
-from ..data import default_root
-from ..datasets import known_datasets
+from ..datasets import default_root, known_datasets
 from ..plugins import get_host
 
 

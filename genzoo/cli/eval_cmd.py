@@ -4,7 +4,7 @@ from pathlib import Path
 import click
 
 from ..errors import GenzooError
-from ..evaluation import EvalOptions, evaluate
+from ..metrics.evaluation import EvalOptions, evaluate
 from .options import device_from, device_option, options_from, parse_labels, parse_refine_options, precision_option
 
 

@@ -1,7 +1,8 @@
 import click
 
 from ..errors import GenzooError
-from ..images import load_images, output_target, save_images
+from ..datasets import load_images
+from ..images import output_target, save_images
 from ..loading import load
 from .options import device_from, device_option, output_options, parse_labels, parse_options, precision_option
 

@@ -13,17 +13,17 @@ from typing import Any, Sequence
 
 import torch
 
-from ._version import __version__
-from .configs import option
-from .data import ImageData, fixed_permutation
-from .datasets import load_dataset
-from .errors import ArgumentError, GenzooError
+from .._version import __version__
+from ..configs import option
+from ..datasets import ImageData, fixed_permutation, load_dataset
+from ..errors import ArgumentError, GenzooError
+from ..generate import generate
+from ..loading import load
+from ..method import Method
+from ..plugins import get_host
 from .features import extract, feature_space
-from .generate import generate
-from .loading import load
-from .method import Method
-from .plugins import get_host
-from .scores import MetricEntry, Scoring, TrainingSet, class_statistics
+from .scores import class_statistics
+from .table import MetricEntry, Scoring, TrainingSet
 
 DEFAULT_METRICS = "fid,kid,precision,recall,accuracy"
 REFERENCE_SEED = 0  # the fixed permutation that draws reference subsets

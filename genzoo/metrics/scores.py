@@ -1,9 +1,9 @@
-"""Scores for sets of features: FID, KID, precision/recall, class statistics, memorisation, and the metric table.
+"""The score functions: FID, KID, precision/recall, class statistics, memorisation, within-label diversity.
 
-Every function here works on features (or images) it is given; :mod:`genzoo.evaluate` extracts
-them once and runs the metrics named in ``--metrics``, each a row of the table (``BUILTIN_METRICS``,
-extended by plugins through ``register_metrics``). FID and KID are torchmetrics' code, handed the
-features through an identity ``feature=`` module.
+Every function here works on features (or images) it is given; :func:`genzoo.evaluate` extracts
+them once and runs the metrics named in ``--metrics`` (the rows of :mod:`genzoo.metrics.builtin`
+and of plugins). FID and KID are torchmetrics' code, handed the features through an identity
+``feature=`` module.
 """
 
 from __future__ import annotations
@@ -11,15 +11,12 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
 
-from .errors import ArgumentError, GenzooError
-
-METRIC_NEEDS = ("classes", "train")
+from ..errors import GenzooError
 
 
 class _Precomputed(nn.Module):
@@ -31,9 +28,6 @@ class _Precomputed(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
-
-
-# -- the score functions -------------------------------------------------------------------------
 
 
 def fid(real: torch.Tensor, fake: torch.Tensor) -> float:
@@ -172,142 +166,3 @@ def _seeded(seed: int):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
-
-
-
-# -- the metric table -----------------------------------------------------------------------------
-
-
-@dataclass
-class TrainingSet:
-    """The training images a memorisation metric compares with, and their features."""
-
-    name: str
-    images: torch.Tensor
-    features: torch.Tensor
-
-
-@dataclass
-class Scoring:
-    """What a metric's ``compute`` receives: features of both sets and what else the evaluation has.
-
-    ``real``/``fake``: reference and sample features (N, D); ``probs``: the feature network's class
-    probabilities of the samples (None if it cannot classify); ``labels``: the labels the samples
-    were made for (None if unconditional); ``images``: the samples, float NCHW in [0, 1];
-    ``options``: the evaluation's settings (:class:`genzoo.evaluation.EvalOptions`).
-    """
-
-    real: torch.Tensor
-    fake: torch.Tensor
-    probs: torch.Tensor | None
-    labels: torch.Tensor | None
-    images: torch.Tensor
-    options: Any
-    load_train: Callable[[], TrainingSet] | None = None
-    cache: dict[str, Any] = field(default_factory=dict)
-
-    def precision_recall(self) -> tuple[float, float]:
-        if "precision_recall" not in self.cache:
-            self.cache["precision_recall"] = precision_recall(self.real, self.fake, k=self.options.k)
-        return self.cache["precision_recall"]
-
-    def train(self) -> TrainingSet:
-        if "train" not in self.cache:
-            if self.load_train is None:
-                raise GenzooError("this metric needs training images, which the evaluation did not load")
-            self.cache["train"] = self.load_train()
-        return self.cache["train"]
-
-
-@dataclass(frozen=True)
-class MetricEntry:
-    """One metric ``--metrics`` can name: ``compute(scoring)`` returns a number or a dict of results.
-
-    ``check(options, n_ref)``, if given, refuses bad settings before any image is generated.
-    """
-
-    name: str
-    compute: Callable[[Scoring], Any]
-    summary: str = ""
-    needs: frozenset[str] = frozenset()
-    check: Callable[[Any, int], None] | None = None
-    source: str = "genzoo"
-
-    def run(self, scoring: Scoring) -> dict[str, Any]:
-        value = self.compute(scoring)
-        return value if isinstance(value, dict) else {self.name: value}
-
-
-def _fid(s: Scoring) -> float:
-    return fid(s.real, s.fake)
-
-
-def _kid(s: Scoring) -> dict[str, Any]:
-    o = s.options
-    mean, std = kid(s.real, s.fake, subset_size=o.kid_subset_size, subsets=o.kid_subsets, seed=o.seed)
-    return {"kid": {"mean": mean, "std": std, "subset_size": o.kid_subset_size, "subsets": o.kid_subsets}}
-
-
-def _check_kid(o: Any, n_ref: int) -> None:
-    if o.kid_subsets < 1:
-        raise ArgumentError("kid_subsets", f"{{arg}} must be at least 1, got {o.kid_subsets}")
-    smallest = min(o.n, n_ref)
-    if not 2 <= o.kid_subset_size <= smallest:
-        raise ArgumentError("kid_subset_size", f"KID draws subsets of {{arg}}={o.kid_subset_size} images from each "
-                            f"set, but the smaller set has {smallest} (n={o.n}, reference {n_ref}); lower {{arg}} "
-                            f"or generate more images")
-
-
-def _check_k(o: Any, n_ref: int) -> None:
-    if o.k < 1 or o.k >= min(o.n, n_ref):
-        raise ArgumentError("k", f"precision/recall use the {{arg}}-th nearest neighbour, which needs 1 <= {{arg}} < "
-                            f"{min(o.n, n_ref)} (the smaller set); got {o.k}")
-
-
-def _accuracy(s: Scoring) -> dict[str, Any]:
-    if s.labels is None:
-        return {}
-    stats = class_statistics(s.probs, s.labels)
-    return {"accuracy": stats["accuracy"], "accuracy_per_label": stats["accuracy_per_label"]}
-
-
-def _diversity(s: Scoring) -> dict[str, Any]:
-    if s.labels is None:
-        return {}
-    mean, per_label = within_class_distance(s.fake, s.labels.cpu())
-    return {"diversity": mean, "diversity_per_label": [None if v is None else round(v, 4) for v in per_label]}
-
-
-def _memorization(s: Scoring) -> dict[str, Any]:
-    o = s.options
-    train = s.train()
-    subset = torch.randperm(len(s.images), generator=torch.Generator().manual_seed(0))[:min(o.memorization_n, len(s.images))]
-    return {"memorization": {
-        "max_ssim_mean": float(max_ssim(s.images[subset], train.images, candidates=o.memorization_candidates).mean()),
-        "nn_feature_distance_mean": float(nearest_feature_distance(s.fake[subset], train.features).mean()),
-        "n_generated": len(subset), "train": train.name, "n_train": len(train.images),
-        "ssim_candidates": o.memorization_candidates,
-    }}
-
-
-def _check_memorization(o: Any, n_ref: int) -> None:
-    if o.memorization_n < 1:
-        raise ArgumentError("memorization_n", f"{{arg}} must be at least 1, got {o.memorization_n}")
-    if o.memorization_candidates < 0:
-        raise ArgumentError("memorization_candidates", f"{{arg}} must be 0 (all) or more, got {o.memorization_candidates}")
-
-
-BUILTIN_METRICS: dict[str, MetricEntry] = {e.name: e for e in (
-    MetricEntry("fid", _fid, "Frechet distance between the feature distributions (torchmetrics)"),
-    MetricEntry("kid", _kid, "kernel (MMD) distance, mean and std over subsets (torchmetrics)", check=_check_kid),
-    MetricEntry("precision", lambda s: s.precision_recall()[0],
-                "share of samples inside the reference's k-NN manifold (Kynkaanniemi et al. 2019)", check=_check_k),
-    MetricEntry("recall", lambda s: s.precision_recall()[1],
-                "share of reference images inside the samples' k-NN manifold", check=_check_k),
-    MetricEntry("accuracy", _accuracy, "agreement of the feature classifier with the requested labels, overall and "
-                "per label (class-conditional sources)", frozenset({"classes"})),
-    MetricEntry("diversity", _diversity, "mean pairwise feature distance among images of one label, averaged over "
-                "labels (labelled sources; real images of the reference set the scale)"),
-    MetricEntry("memorization", _memorization, "mean max-SSIM and nearest-neighbour feature distance of a fixed "
-                "subset of samples to the training images", frozenset({"train"}), check=_check_memorization),
-)}

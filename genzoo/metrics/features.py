@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .errors import GenzooError
-from .plugins import get_host
+from ..errors import GenzooError
+from ..plugins import get_host
 
 
 @dataclass

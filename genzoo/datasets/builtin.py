@@ -1,0 +1,99 @@
+"""The datasets genzoo knows by name, registered through ``register_datasets`` as any plugin's are.
+
+A new named dataset is a loader here and one ``register(...)`` line below (plus a test).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import GenzooError
+from ..hookspecs import hookimpl
+from .download import local_or_download
+from .files import load_npz
+from .table import DATA_ROOT_ENV, ImageData, images_to_uint8_nchw
+
+CIFAR10_SUBSET = "cifar10/cifar10_jpeg.npz"
+CIFAR10_EXACT = "cifar10/cifar10_exact_5k.npz"
+CELEBA64 = "celeba/celeba64_5k.npz"
+CELEBA64_TRAIN = 4000  # faces 1-4,000 train (models, the CelebA feature network); 4,001-5,000 are held out
+MNIST_LICENSE = "CC BY-SA 3.0 (LeCun and Cortes)"
+CIFAR10_LICENSE = "CIFAR-10 (Krizhevsky, 2009): free to use, cite the tech report"
+CELEBA_LICENSE = "CelebA: non-commercial research use only"
+
+
+def load_mnist(root: Path, split: str) -> ImageData:
+    from torchvision.datasets import MNIST
+
+    ds = local_or_download(lambda download: MNIST(str(root), train=split == "train", download=download), "MNIST",
+                           root, "MNIST/raw/*-ubyte")
+    return ImageData(ds.data.unsqueeze(1).contiguous(), ds.targets.long(), f"mnist:{split}")
+
+
+def load_cifar10(root: Path, split: str) -> ImageData:
+    """The subset genzoo ships for offline machines when present, else torchvision's full CIFAR-10."""
+    subset = root / CIFAR10_SUBSET
+    if subset.is_file() and not (root / "cifar-10-batches-py").is_dir():
+        data = load_npz(subset, split)
+        return ImageData(data.images, data.labels, f"cifar10:{split} ({CIFAR10_SUBSET})")
+    from torchvision.datasets import CIFAR10
+
+    ds = local_or_download(lambda download: CIFAR10(str(root), train=split == "train", download=download),
+                           "CIFAR-10", root, f"{CIFAR10_SUBSET} or cifar-10-batches-py")
+    images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
+    return ImageData(images, torch.tensor(ds.targets, dtype=torch.long), f"cifar10:{split}")
+
+
+def load_cifar10_exact(root: Path, split: str) -> ImageData:
+    data = load_npz(_required_file(root, CIFAR10_EXACT, "cifar10-exact"), split)
+    return ImageData(data.images, data.labels, f"cifar10-exact:{split}")
+
+
+def load_celeba64(root: Path, split: str) -> ImageData:
+    path = _required_file(root, CELEBA64, "celeba64")
+    with np.load(path, allow_pickle=False) as arrays:
+        x = arrays["x"]
+    rows = {"train": slice(0, CELEBA64_TRAIN), "test": slice(CELEBA64_TRAIN, None), "all": slice(None)}[split]
+    return ImageData(images_to_uint8_nchw(x[rows], str(path)), None, f"celeba64:{split}")
+
+
+def load_celeba(root: Path, split: str, size: int = 64) -> ImageData:
+    from torchvision import transforms
+    from torchvision.datasets import CelebA
+
+    tf = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size), transforms.PILToTensor()])
+    ds = local_or_download(lambda download: CelebA(str(root), split=split, transform=tf, download=download), "CelebA",
+                           root, "celeba/img_align_celeba")
+    return ImageData(torch.stack([ds[i][0] for i in range(len(ds))]), None, f"celeba:{split}")
+
+
+def _required_file(root: Path, relative: str, name: str) -> Path:
+    path = root / relative
+    if not path.is_file():
+        raise GenzooError(f"{name} needs {path.resolve()}, which does not exist; pass --data-root DIR (or set "
+                          f"{DATA_ROOT_ENV}) to the folder that holds {relative}")
+    return path
+
+
+@hookimpl
+def register_datasets(register):
+    register("mnist", load_mnist, shape=(1, 28, 28), num_classes=10, splits={"train": 60000, "test": 10000},
+             files="MNIST/raw/*-ubyte", license=MNIST_LICENSE,
+             summary="handwritten digits (torchvision's layout; downloaded when online)")
+    register("cifar10", load_cifar10, shape=(3, 32, 32), num_classes=10, splits={"train": None, "test": None},
+             files=f"{CIFAR10_SUBSET} or cifar-10-batches-py", license=CIFAR10_LICENSE,
+             summary="CIFAR-10: genzoo's JPEG-decoded subset when present (10,000 train + 10,000 test), "
+                     "else torchvision's full set (50,000 + 10,000)")
+    register("cifar10-exact", load_cifar10_exact, shape=(3, 32, 32), num_classes=10,
+             splits={"train": 4000, "test": 1000}, files=CIFAR10_EXACT, license=CIFAR10_LICENSE,
+             summary="CIFAR-10 training images 0-3,999 and test images 0-999, lossless")
+    register("celeba64", load_celeba64, shape=(3, 64, 64),
+             splits={"train": CELEBA64_TRAIN, "test": 5000 - CELEBA64_TRAIN, "all": 5000}, files=CELEBA64,
+             license=CELEBA_LICENSE,
+             summary="5,000 aligned CelebA faces at 64x64 (train: faces 1-4,000; test: 4,001-5,000)")
+    register("celeba", load_celeba, shape=(3, 64, 64), splits={"train": None, "valid": None, "test": None, "all": None},
+             files="celeba/img_align_celeba", license=CELEBA_LICENSE,
+             summary="CelebA aligned faces through torchvision, resized and cropped to 64x64")

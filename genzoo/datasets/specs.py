@@ -1,0 +1,37 @@
+"""Datasets by spec string: a row of the plugin host's table (``NAME[:SPLIT]``) or files (``npz:``, ``folder:``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import plugins  # the module, not get_host: the host imports this package while it loads
+from .files import file_dataset
+from .table import SPEC_PREFIXES, DatasetEntry, ImageData, default_root
+
+
+def dataset_entry(spec: str) -> DatasetEntry | None:
+    """The table row a spec names; None for ``folder:``/``npz:`` specs."""
+    kind = spec.partition(":")[0].lower()
+    return None if kind in SPEC_PREFIXES else plugins.get_host().dataset(kind)
+
+
+def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_split: str | None = None) -> ImageData:
+    """Load the dataset a spec names (``NAME[:SPLIT]``, ``folder:PATH`` or ``npz:PATH[:SPLIT]``).
+
+    ``root`` is the data root (default: ``$GENZOO_DATA_ROOT`` or ``./data``); ``default_split`` is
+    used when the spec names no split and the dataset has it (else the dataset's own default).
+    """
+    data = file_dataset(spec)
+    if data is not None:
+        return data
+    entry = dataset_entry(spec)
+    split = entry.choose_split(spec.partition(":")[2], default_split)
+    data = entry.load(Path(root).expanduser() if root is not None else default_root(), split)
+    entry.check(data)
+    return data
+
+
+def known_datasets() -> list[DatasetEntry]:
+    """Every named dataset, sorted by name."""
+    return [entry for _, entry in sorted(plugins.get_host().datasets.items())]

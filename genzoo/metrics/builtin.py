@@ -1,0 +1,95 @@
+"""The metrics genzoo knows by name, registered through ``register_metrics`` as any plugin's are.
+
+A new metric is a score function (:mod:`genzoo.metrics.scores`), a ``compute(scoring)`` here and
+one ``register(...)`` line below (plus a test); a setting it needs is a field of
+:class:`genzoo.metrics.EvalOptions`, which gives ``genzoo eval`` its flag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..errors import ArgumentError
+from ..hookspecs import hookimpl
+from .scores import class_statistics, fid, kid, max_ssim, nearest_feature_distance, within_class_distance
+from .table import Scoring
+
+
+def _fid(s: Scoring) -> float:
+    return fid(s.real, s.fake)
+
+
+def _kid(s: Scoring) -> dict[str, Any]:
+    o = s.options
+    mean, std = kid(s.real, s.fake, subset_size=o.kid_subset_size, subsets=o.kid_subsets, seed=o.seed)
+    return {"kid": {"mean": mean, "std": std, "subset_size": o.kid_subset_size, "subsets": o.kid_subsets}}
+
+
+def _check_kid(o: Any, n_ref: int) -> None:
+    if o.kid_subsets < 1:
+        raise ArgumentError("kid_subsets", f"{{arg}} must be at least 1, got {o.kid_subsets}")
+    smallest = min(o.n, n_ref)
+    if not 2 <= o.kid_subset_size <= smallest:
+        raise ArgumentError("kid_subset_size", f"KID draws subsets of {{arg}}={o.kid_subset_size} images from each "
+                            f"set, but the smaller set has {smallest} (n={o.n}, reference {n_ref}); lower {{arg}} "
+                            f"or generate more images")
+
+
+def _check_k(o: Any, n_ref: int) -> None:
+    if o.k < 1 or o.k >= min(o.n, n_ref):
+        raise ArgumentError("k", f"precision/recall use the {{arg}}-th nearest neighbour, which needs 1 <= {{arg}} < "
+                            f"{min(o.n, n_ref)} (the smaller set); got {o.k}")
+
+
+def _accuracy(s: Scoring) -> dict[str, Any]:
+    if s.labels is None:
+        return {}
+    stats = class_statistics(s.probs, s.labels)
+    return {"accuracy": stats["accuracy"], "accuracy_per_label": stats["accuracy_per_label"]}
+
+
+def _diversity(s: Scoring) -> dict[str, Any]:
+    if s.labels is None:
+        return {}
+    mean, per_label = within_class_distance(s.fake, s.labels.cpu())
+    return {"diversity": mean, "diversity_per_label": [None if v is None else round(v, 4) for v in per_label]}
+
+
+def _memorization(s: Scoring) -> dict[str, Any]:
+    o = s.options
+    train = s.train()
+    subset = torch.randperm(len(s.images), generator=torch.Generator().manual_seed(0))[:min(o.memorization_n, len(s.images))]
+    return {"memorization": {
+        "max_ssim_mean": float(max_ssim(s.images[subset], train.images, candidates=o.memorization_candidates).mean()),
+        "nn_feature_distance_mean": float(nearest_feature_distance(s.fake[subset], train.features).mean()),
+        "n_generated": len(subset), "train": train.name, "n_train": len(train.images),
+        "ssim_candidates": o.memorization_candidates,
+    }}
+
+
+def _check_memorization(o: Any, n_ref: int) -> None:
+    if o.memorization_n < 1:
+        raise ArgumentError("memorization_n", f"{{arg}} must be at least 1, got {o.memorization_n}")
+    if o.memorization_candidates < 0:
+        raise ArgumentError("memorization_candidates", f"{{arg}} must be 0 (all) or more, got {o.memorization_candidates}")
+
+
+@hookimpl
+def register_metrics(register):
+    register("fid", _fid, summary="Frechet distance between the feature distributions (torchmetrics)")
+    register("kid", _kid, summary="kernel (MMD) distance, mean and std over subsets (torchmetrics)", check=_check_kid)
+    register("precision", lambda s: s.precision_recall()[0], check=_check_k,
+             summary="share of samples inside the reference's k-NN manifold (Kynkaanniemi et al. 2019)")
+    register("recall", lambda s: s.precision_recall()[1], check=_check_k,
+             summary="share of reference images inside the samples' k-NN manifold")
+    register("accuracy", _accuracy, needs=("classes",),
+             summary="agreement of the feature classifier with the requested labels, overall and per label "
+                     "(class-conditional sources)")
+    register("diversity", _diversity,
+             summary="mean pairwise feature distance among images of one label, averaged over labels "
+                     "(labelled sources; real images of the reference set the scale)")
+    register("memorization", _memorization, needs=("train",), check=_check_memorization,
+             summary="mean max-SSIM and nearest-neighbour feature distance of a fixed subset of samples to the "
+                     "training images")
