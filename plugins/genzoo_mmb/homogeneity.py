@@ -18,7 +18,7 @@ import math
 
 import torch
 from torch import nn
-from torch.func import functional_call, jvp
+from torch.func import functional_call
 
 from genzoo import GenzooError
 
@@ -43,12 +43,7 @@ def estimate_lambda(net: nn.Module, input_shape: tuple[int, ...], *, inputs: int
 
     with torch.no_grad():
         b = logits(*params).flatten()  # right-hand side Phi_c(x), one entry per (x, c)
-    columns = []
-    for k in range(len(params)):
-        # <grad_{theta_k} Phi_c(x), theta_k>: the derivative of Phi along theta_k, as one JVP
-        tangents = tuple(p if i == k else torch.zeros_like(p) for i, p in enumerate(params))
-        columns.append(jvp(logits, params, tangents)[1].flatten())
-    a = torch.stack(columns, 1)
+    a = _euler_columns(logits, params)
     solution = torch.linalg.lstsq(a, b[:, None], rcond=rcond, driver="gelsd").solution[:, 0]
     residual = (a @ solution - b).norm() / b.norm().clamp_min(1e-300)
     if residual > 1e-6:
@@ -57,6 +52,25 @@ def estimate_lambda(net: nn.Module, input_shape: tuple[int, ...], *, inputs: int
             f"{residual:.2g}; use a ReLU network without normalisation layers or smooth activations"
         )
     return {name: float(value) for name, value in zip(names, solution)}
+
+
+def _euler_columns(logits, params: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The matrix of <grad_{theta_k} Phi_c(x), theta_k>, one row per (x, c) and one column per tensor k.
+
+    Column k is d Phi / d s_k at s = 1 for theta_k scaled by s_k. It is found by reverse mode twice:
+    g = J^T u, then the gradient of g_k in u is J's column k. (Forward mode would do it in one pass,
+    but torch compiles its forward-mode rules with the deprecated TorchScript, which warns.)
+    """
+    scales = torch.ones(len(params), dtype=torch.float64, requires_grad=True)
+    with torch.enable_grad():
+        out = logits(*(p * scales[k] for k, p in enumerate(params))).flatten()
+        u = torch.zeros_like(out, requires_grad=True)
+        (g,) = torch.autograd.grad(out @ u, scales, create_graph=True)
+        columns = []
+        for k in range(len(params)):
+            (column,) = torch.autograd.grad(g[k], u, retain_graph=True, allow_unused=True)
+            columns.append(torch.zeros_like(out) if column is None else column)
+    return torch.stack(columns, 1).detach()
 
 
 def max_block(lam: dict[str, float], tol: float = MAX_BLOCK_TOLERANCE) -> list[str]:
