@@ -229,4 +229,7 @@ def model_from_checkpoint(run: str | os.PathLike, step: int) -> tuple[torch.nn.M
     provenance = dict(document.get("provenance") or {})
     provenance.update(steps=int(info["step"]), training_seconds=round(float(info.get("elapsed_seconds", 0.0)), 1),
                       weights="ema" if source == ema else "raw", checkpoint=folder.name)
+    if "segments" in provenance:  # the parts of the run that trained up to this step
+        provenance["segments"] = [{**s, "steps": [s["steps"][0], min(s["steps"][1], step)]}
+                                  for s in provenance["segments"] if s["steps"][0] < step]
     return model, provenance

@@ -2,8 +2,8 @@
 
 ``auto`` uses a reduced precision only where it is native and measured faster: on CUDA, bf16 where
 the GPU supports it; on a CPU with native bf16 (AMX or AVX512-BF16), bf16 if a short probe of the
-actual work (a few training steps or sample batches, in both precisions) is faster, with the
-answer cached per machine and workload; everywhere else fp32. Asking for bf16 on a CPU that
+actual work (two training steps, or the first few network calls of a sample batch, in each
+precision) is faster, with the answer cached per machine and workload; everywhere else fp32. Asking for bf16 on a CPU that
 would emulate it warns once (about 28x slower was measured on an AVX2-only CPU).
 """
 
@@ -13,11 +13,14 @@ import contextlib
 import hashlib
 import json
 import os
+import random
 import time
 import warnings
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
+import numpy as np
 import torch
 
 from .errors import ArgumentError
@@ -42,9 +45,37 @@ def cpu_has_native_bf16() -> bool:
     return bool(cpu_bf16_flags())
 
 
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """A precision and why it was chosen; ``fp32_seconds``/``bf16_seconds`` when auto timed both."""
+
+    precision: str
+    requested: str
+    reason: str
+    fp32_seconds: float | None = None
+    bf16_seconds: float | None = None
+
+    def describe(self) -> str:
+        """``bf16 (native on this CPU, 1.7x faster measured)``."""
+        return f"{self.precision} ({self.reason})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> "PrecisionChoice":
+        return cls(**{f.name: document[f.name] for f in fields(cls) if f.name in document})
+
+
 def resolve_precision(requested: str, device: torch.device, probe: Callable[[str], float] | None = None,
                       probe_key: str = "") -> str:
-    """The precision to run in on ``device``: ``requested``, or for ``auto`` the fastest native one.
+    """The precision to run in on ``device``: ``requested``, or for ``auto`` the fastest native one."""
+    return decide_precision(requested, device, probe, probe_key).precision
+
+
+def decide_precision(requested: str, device: torch.device, probe: Callable[[str], float] | None = None,
+                     probe_key: str = "") -> PrecisionChoice:
+    """Like :func:`resolve_precision`, with the reason for the choice.
 
     ``probe(precision)`` returns the seconds one unit of the actual work takes in that precision;
     it is run (and its verdict cached under ``probe_key``) only on CPUs with native bf16.
@@ -53,10 +84,16 @@ def resolve_precision(requested: str, device: torch.device, probe: Callable[[str
     kind = device.type
     if requested == "auto":
         if kind == "cuda":
-            return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-        if kind == "cpu" and cpu_has_native_bf16() and probe is not None:
+            if torch.cuda.is_bf16_supported():
+                return PrecisionChoice("bf16", requested, "native on this GPU")
+            return PrecisionChoice("fp32", requested, "this GPU has no bf16")
+        if kind == "cpu" and cpu_has_native_bf16():
+            if probe is None:
+                return PrecisionChoice("fp32", requested, "bf16 is native on this CPU, but this work was not timed")
             return _probed(probe, probe_key)
-        return "fp32"
+        if kind == "cpu":
+            return PrecisionChoice("fp32", requested, "bf16 would be emulated on this CPU: no AMX or AVX512-BF16")
+        return PrecisionChoice("fp32", requested, f"auto keeps fp32 on {kind}")
     if requested == "fp16" and kind == "cpu":
         raise ArgumentError("precision", "{arg} fp16 is for GPUs; on a CPU use {arg} bf16 (native on AMX or "
                             "AVX512-BF16 CPUs), fp32 or auto")
@@ -65,7 +102,8 @@ def resolve_precision(requested: str, device: torch.device, probe: Callable[[str
                             f"fp16, fp32 or auto")
     if requested == "bf16" and kind == "cpu" and not cpu_has_native_bf16():
         warn_emulated_bf16()
-    return requested
+        return PrecisionChoice(requested, requested, "as asked; emulated on this CPU, far slower than fp32")
+    return PrecisionChoice(requested, requested, "as asked")
 
 
 def warn_emulated_bf16() -> None:
@@ -86,21 +124,40 @@ def autocast(precision: str, device: torch.device) -> Iterator[None]:
         yield
 
 
-def _probed(probe: Callable[[str], float], key: str) -> str:
+def _probed(probe: Callable[[str], float], key: str) -> PrecisionChoice:
     """bf16 if the probe says it is faster than fp32 here, the verdict cached per machine and ``key``."""
     cache = _cache_file()
     digest = hashlib.sha256(f"{device_name('cpu')}|{torch.__version__}|{key}".encode()).hexdigest()[:24]
     verdicts = _read_cache(cache)
-    if digest in verdicts:
-        return verdicts[digest]["precision"]
+    if digest not in verdicts:
+        with _rng_untouched():
+            fp32 = probe("fp32")
+            bf16 = probe("bf16")
+        verdicts[digest] = {"precision": "bf16" if bf16 <= FASTER_BY * fp32 else "fp32",
+                            "fp32_seconds": round(fp32, 5), "bf16_seconds": round(bf16, 5), "workload": key,
+                            "hardware": device_name("cpu"), "measured": time.strftime("%Y-%m-%d %H:%M")}
+        _write_cache(cache, verdicts)
+    verdict = verdicts[digest]
+    fp32, bf16 = verdict.get("fp32_seconds"), verdict.get("bf16_seconds")
+    speed = f"{fp32 / bf16:.2g}x" if fp32 and bf16 else "?"
+    if verdict["precision"] == "bf16":
+        reason = f"native on this CPU, {speed} faster measured"
+    else:
+        reason = f"bf16 is native on this CPU but measured {speed} the speed of fp32, not faster"
+    return PrecisionChoice(verdict["precision"], "auto", reason, fp32, bf16)
+
+
+@contextlib.contextmanager
+def _rng_untouched() -> Iterator[None]:
+    """Run a probe without moving torch's, Python's or NumPy's global RNG: a run's randomness must not
+    depend on whether its precision was measured now or read from the cache."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng(devices=[]):
-        fp32 = probe("fp32")
-        bf16 = probe("bf16")
-    choice = "bf16" if bf16 <= FASTER_BY * fp32 else "fp32"
-    verdicts[digest] = {"precision": choice, "fp32_seconds": round(fp32, 5), "bf16_seconds": round(bf16, 5),
-                        "workload": key, "hardware": device_name("cpu"), "measured": time.strftime("%Y-%m-%d %H:%M")}
-    _write_cache(cache, verdicts)
-    return choice
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
 
 
 def _cache_file() -> Path:
@@ -126,9 +183,56 @@ def _write_cache(path: Path, verdicts: dict) -> None:
         pass  # an unwritable cache only means probing again next time
 
 
-def timed(work: Callable[[], object]) -> float:
-    """Seconds ``work()`` takes (after one untimed warm-up call)."""
-    work()
+PROBE_CALLS = 3  # network calls timed per run when a probe is bounded
+
+
+class _Enough(BaseException):
+    """Raised at the start of a network call once a bounded probe has timed enough of them."""
+
+
+class _CallBudget:
+    """Stops ``work`` at its ``calls + 1``-th top-level module call (calls nested inside a module are not counted)."""
+
+    def __init__(self, calls: int):
+        self.calls, self.count, self.depth = calls, 0, 0
+
+    def _before(self, module: torch.nn.Module, args: Any) -> None:
+        if self.depth == 0:
+            if self.count == self.calls:
+                raise _Enough
+            self.count += 1
+        self.depth += 1
+
+    def _after(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        self.depth -= 1
+
+    def run(self, work: Callable[[], object]) -> None:
+        self.count = self.depth = 0
+        handles = [torch.nn.modules.module.register_module_forward_pre_hook(self._before),
+                   torch.nn.modules.module.register_module_forward_hook(self._after, always_call=True)]
+        try:
+            work()
+        except _Enough:
+            pass
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def timed(work: Callable[[], object], calls: int | None = PROBE_CALLS) -> float:
+    """Seconds ``work()`` takes, after one untimed warm-up run.
+
+    With ``calls``, each run stops after that many network calls (top-level ``nn.Module`` calls), so a
+    sampler of many steps is timed on a few of them, not on a whole run. ``calls=None`` times all
+    of ``work`` (a training step: forward and backward).
+    """
+    if calls is None:
+        work()
+        start = time.perf_counter()
+        work()
+        return time.perf_counter() - start
+    budget = _CallBudget(calls)
+    budget.run(work)
     start = time.perf_counter()
-    work()
+    budget.run(work)
     return time.perf_counter() - start

@@ -13,7 +13,9 @@ Layout of an output directory (``--out DIR``):
 
 The data order is a pure function of (seed, step): the batch of step t is a slice of a
 permutation seeded by the epoch. Together with the RNG states in the checkpoint this makes a
-resumed run end with the same weights as an uninterrupted one.
+resumed run end with the same weights as an uninterrupted one. Checkpoints hold whole steps only:
+Ctrl-C lets the step in progress finish, saves it and stops. The precision is decided once per run
+(fit.json keeps the decision; --resume reuses it), and fit.json lists the run's segments.
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ import importlib.util
 import json
 import os
 import platform
+import random
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -44,7 +50,7 @@ from .images import save_grid
 from .method import Method
 from .plots import plot_losses
 from .plugins import get_host
-from .precision import PRECISIONS, autocast, check_precision, resolve_precision, timed
+from .precision import PRECISIONS, PrecisionChoice, autocast, check_precision, decide_precision, resolve_precision, timed
 from .seeding import image_seed
 from .weights import WEIGHTS_FILE, load_model_dir, read_config, save_pretrained, sha256_file
 
@@ -131,8 +137,10 @@ class Trainer:
         self.device = resolve_device(opts.device)
         self.accelerator: Any = None
         self.precision = "fp32"  # resolved in run()
+        self.precision_choice: PrecisionChoice | None = None
         self.local_batch = opts.batch_size
         self.commands: list[str] = []
+        self.segments: list[dict[str, Any]] = []  # one per invocation that trained this run (fit.json)
         self.init_sha: str | None = None
         self.init_commands: list[str] = []
         self._perm_epoch: int | None = None
@@ -195,11 +203,16 @@ class Trainer:
                                 f"resume it with {{arg}} {saved} (a schedule cannot be stretched), or start a new run "
                                 f"from it with --init")
 
-    def _saved_precision(self) -> str | None:
+    def _saved_choice(self) -> PrecisionChoice | None:
+        """The precision the run in --out started with (None for a new run)."""
         fit_file = self.out / "fit.json"
         if not (self.opts.resume and fit_file.is_file()):
             return None
-        return _upgrade_settings(json.loads(fit_file.read_text())["settings"]).get("precision")
+        document = json.loads(fit_file.read_text())
+        saved = _upgrade_settings(document["settings"]).get("precision")
+        if isinstance(document.get("precision"), dict) and document["precision"].get("precision") == saved:
+            return PrecisionChoice.from_dict(document["precision"])
+        return PrecisionChoice(saved, saved, "as the run started") if saved else None
 
     def _accelerator(self):
         from accelerate import Accelerator
@@ -221,7 +234,7 @@ class Trainer:
 
     def _build(self, data: ImageData | None) -> ckpt.TrainState:
         """The method, its EMA copy, optimisers and schedulers, from the seed (or --init's weights)."""
-        torch.manual_seed(self.opts.seed)  # the same initial weights in every process
+        _seed_everything(self.opts.seed)  # the same initial weights in every process
         model = self.cls(self.config)
         model.fit_steps = self.opts.steps
         model.setup_fit(data)
@@ -248,10 +261,11 @@ class Trainer:
             state.ema.load_state_dict(source.state_dict(), strict=True)
         self.init_commands = (read_config(Path(self.opts.init)).get("provenance") or {}).get("commands", [])
 
-    def _resolve_precision(self, state: ckpt.TrainState, data: ImageData | None) -> str:
-        saved = self._saved_precision()
-        if saved is not None and self.opts.precision == "auto":
-            return saved  # a resumed run keeps the precision it started with
+    def _decide_precision(self, state: ckpt.TrainState, data: ImageData | None) -> PrecisionChoice:
+        """The run's precision, decided once: a resumed run keeps the one it started with (never timed again)."""
+        saved = self._saved_choice()
+        if saved is not None and self.opts.precision in ("auto", saved.precision):
+            return saved
 
         device = self.accelerator.device
 
@@ -265,10 +279,10 @@ class Trainer:
                 losses["loss"].float().backward()
                 model.zero_grad(set_to_none=True)
 
-            return timed(one_step)
+            return timed(one_step, calls=None)
 
         key = f"fit:{self.cls.name}:{_digest(config_to_dict(self.config))}:batch{self.local_batch}"
-        return resolve_precision(self.opts.precision, device, probe, key)
+        return decide_precision(self.opts.precision, device, probe, key)
 
     def run(self) -> Path:
         o = self.opts
@@ -288,7 +302,8 @@ class Trainer:
             raise ArgumentError("batch_size", f"dataset {data.name} has {len(data)} images, fewer than one step's "
                                 f"{o.batch_size * o.grad_accum} ({{arg}} x --grad-accum)")
         state = self._build(data)
-        self.precision = self._agreed_precision(state, data)
+        self.precision_choice = self._agreed_precision(state, data)
+        self.precision = self.precision_choice.precision
         latest = None
         if o.resume:
             self._check_resume()
@@ -298,7 +313,8 @@ class Trainer:
                 raise GenzooError(f"--resume: no checkpoint under {self.out / ckpt.FOLDER}; start again without --resume")
             ckpt.load_training_state(latest, state, world)
             acc.print(f"resuming {self.out} from step {state.step}")
-        torch.manual_seed(image_seed(o.seed, rank, "train"))  # per-process randomness of the method
+        acc.print(f"precision: {self.precision_choice.describe()}")
+        _seed_everything(image_seed(o.seed, rank, "train"))  # per-process randomness of the method
         if latest is not None and state.step:
             ckpt.load_rng(latest, rank)
 
@@ -307,6 +323,7 @@ class Trainer:
         state.model = acc.unwrap_model(wrapped).method
         if acc.is_main_process:
             self.out.mkdir(parents=True, exist_ok=True)
+            self._start_segment(state.step, world)
             self._write_fit_json(world)
             self._trim_metrics(state.step)
         trackers = bool(_trackers(o.log_with))
@@ -319,6 +336,7 @@ class Trainer:
             else:
                 self._loop(wrapped, state, data)
             if acc.is_main_process:
+                self._end_segment(state.step, world)
                 self._save_model(state.ema if state.ema is not None else state.model, max(state.step, o.steps),
                                  state.elapsed, world)
                 plot_losses(self.out)
@@ -328,15 +346,15 @@ class Trainer:
         acc.wait_for_everyone()
         return self.out
 
-    def _agreed_precision(self, state: ckpt.TrainState, data: ImageData | None) -> str:
+    def _agreed_precision(self, state: ckpt.TrainState, data: ImageData | None) -> PrecisionChoice:
         """The run's precision: decided on the main process (``auto`` may time both), the same everywhere."""
         from accelerate.utils import broadcast_object_list
 
         acc = self.accelerator
-        choice = [self._resolve_precision(state, data) if acc.is_main_process else None]
+        choice = [self._decide_precision(state, data).to_dict() if acc.is_main_process else None]
         if acc.num_processes > 1:
             broadcast_object_list(choice, from_process=0)
-        return choice[0]
+        return PrecisionChoice.from_dict(choice[0])
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -367,12 +385,13 @@ class Trainer:
         bar = tqdm(total=o.steps, initial=state.step, desc=f"fit {self.cls.name}", unit="step",
                    disable=not (acc.is_main_process and o.progress), dynamic_ncols=True)
         log = open(self.out / "metrics.jsonl", "a", encoding="utf-8", buffering=1) if acc.is_main_process else None
-        start_step, t0 = state.step, time.time()
+        t0 = time.time()
+        stop = _StopRequest(acc.num_processes == 1)
         try:
             while state.step < o.steps:
                 scalars = self._one_step(wrapped, state, data, grad_clip)
                 if state.ema is not None:
-                    _update_ema(state.ema, state.model, ema_decay)
+                    _update_ema(state.ema, state.model, ema_decay_at(state.step, ema_decay))
                 state.step += 1
                 step = state.step
                 if log is not None:
@@ -385,14 +404,23 @@ class Trainer:
                 done = step == o.steps
                 if o.sample_every and (step % o.sample_every == 0 or done) and acc.is_main_process:
                     self._write_grid(state.ema if state.ema is not None else state.model, step)
-                if (o.checkpoint_every and step % o.checkpoint_every == 0) or done:
-                    self._save_checkpoint(state, state.elapsed + time.time() - t0)
+                saved = (o.checkpoint_every and step % o.checkpoint_every == 0) or done
+                if saved or stop.requested:
+                    self._save_checkpoint(state, state.elapsed + time.time() - t0, model=not (stop.requested and not done))
+                if stop.requested and not done:
+                    stop.saved = True
+                    bar.close()
+                    acc.print(f"interrupted: checkpoint saved at step {step}; continue with --resume, or write "
+                              f"that step's model with: genzoo export {self.out} DEST --checkpoint {step}")
+                    raise KeyboardInterrupt
         except KeyboardInterrupt:
-            if acc.num_processes == 1 and state.step > start_step:
-                self._save_checkpoint(state, state.elapsed + time.time() - t0)
-                acc.print(f"\ninterrupted: checkpoint saved at step {state.step}; continue with --resume")
+            if not stop.saved:  # a second Ctrl-C (or several processes): the step in progress is lost
+                latest = ckpt.latest_checkpoint(self.out)
+                acc.print(f"\ninterrupted mid-step, nothing saved; --resume continues from "
+                          f"{latest.name if latest else 'the start (no checkpoint yet)'}")
             raise
         finally:
+            stop.restore()
             bar.close()
             if log is not None:
                 log.close()
@@ -430,15 +458,40 @@ class Trainer:
 
     # -- files ----------------------------------------------------------------------------------
 
-    def _write_fit_json(self, world: int) -> None:
+    def _start_segment(self, step: int, world: int) -> None:
+        """Record this invocation: its command, and a segment of the run starting at ``step``.
+
+        Segments past ``step`` (trained after the checkpoint this run resumes from) are cut there.
+        """
         path = self.out / "fit.json"
+        previous = json.loads(path.read_text()) if path.is_file() else {}
+        commands = previous.get("commands", [])
+        if not commands and self.opts.init:  # the fine-tuned model's provenance lists its whole history
+            commands = list(self.init_commands)
+        self.commands = commands + [self.opts.command or " ".join(sys.argv)]
+        kept = []
+        for segment in previous.get("segments", []):
+            first, last = segment["steps"]
+            if first < step:
+                kept.append({**segment, "steps": [first, min(last, step)]})
+        self.segments = kept + [{"steps": [step, step], "precision": self.precision,
+                                 "precision_reason": self.precision_choice.reason,
+                                 "hardware": device_name(self.accelerator.device), "processes": world,
+                                 "command": self.commands[-1], "started": time.strftime("%Y-%m-%d %H:%M:%S")}]
+
+    def _end_segment(self, step: int, world: int) -> None:
+        """The current segment now reaches ``step``; fit.json rewritten."""
+        self.segments[-1]["steps"][1] = step
+        self._write_fit_json(world)
+
+    def _trained_segments(self) -> list[dict[str, Any]]:
+        return [segment for segment in self.segments if segment["steps"][0] < segment["steps"][1]]
+
+    def _write_fit_json(self, world: int) -> None:
         document = {"settings": self._settings(), "options": asdict(self.opts), "processes": world,
-                    "hardware": device_name(self.accelerator.device)}
-        previous = json.loads(path.read_text()).get("commands", []) if path.is_file() else []
-        if not previous and self.opts.init:  # the fine-tuned model's provenance lists its whole history
-            previous = list(self.init_commands)
-        document["commands"] = previous + [self.opts.command or " ".join(sys.argv)]
-        self.commands = document["commands"]
+                    "hardware": device_name(self.accelerator.device), "precision": self.precision_choice.to_dict(),
+                    "commands": self.commands, "segments": self._trained_segments()}
+        path = self.out / "fit.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(document, indent=2, default=str))
         os.replace(tmp, path)
@@ -458,7 +511,12 @@ class Trainer:
         images = model.sample(self.opts.grid_size, seed=GRID_SEED, batch_size=self.opts.grid_size)
         save_grid(images, self.out / "samples" / f"{ckpt.checkpoint_name(step)}.png")
 
-    def _save_checkpoint(self, state: ckpt.TrainState, elapsed: float) -> None:
+    def _save_checkpoint(self, state: ckpt.TrainState, elapsed: float, model: bool = True) -> None:
+        """A checkpoint of ``state``; with ``model``, the model directory and loss plot of its step too.
+
+        Stopping on Ctrl-C writes the checkpoint alone: a method's ``prepare_export`` may take many
+        steps' time (IGN calibrates its batch-norm statistics on 8,192 forward passes).
+        """
         acc = self.accelerator
         staging = ckpt.staging_folder(self.out, state.step)
         if acc.is_main_process:
@@ -471,8 +529,11 @@ class Trainer:
         if acc.is_main_process:
             info = {"elapsed_seconds": elapsed, "processes": acc.num_processes}
             ckpt.finish_checkpoint(staging, state.step, info, keep=self.opts.keep_checkpoints)
-            self._save_model(state.ema if state.ema is not None else state.model, state.step, elapsed, acc.num_processes)
-            plot_losses(self.out)
+            self._end_segment(state.step, acc.num_processes)
+            if model:
+                self._save_model(state.ema if state.ema is not None else state.model, state.step, elapsed,
+                                 acc.num_processes)
+                plot_losses(self.out)
         acc.wait_for_everyone()
 
     def _save_model(self, model: Method, step: int, elapsed: float, world: int) -> None:
@@ -493,9 +554,33 @@ class Trainer:
             "training_seconds": round(elapsed, 1),
             "weights": "ema" if getattr(self.config, "ema_decay", 0) else "raw",
             "commands": self.commands or [o.command],
+            "segments": self._trained_segments(),
         }
         model.prepare_export()
         save_pretrained(model, self.out, provenance=provenance)
+
+
+class _StopRequest:
+    """Ctrl-C during fit: the first one lets the step in progress finish, so the checkpoint saved then
+    holds a whole step (weights, optimiser, EMA and RNG agree) and --resume stays exact; a second one
+    interrupts at once. Only in the main thread of a single-process run (processes must stop together)."""
+
+    def __init__(self, enabled: bool):
+        self.requested = self.saved = False
+        self._previous: Any = None
+        if enabled and threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = True
+        self.restore()  # a second Ctrl-C takes the default path: KeyboardInterrupt at once
+        print("\nCtrl-C: stopping after this step and saving a checkpoint (Ctrl-C again to stop at once, "
+              "without it)", file=sys.stderr, flush=True)
+
+    def restore(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 class _nothing:
@@ -549,6 +634,22 @@ def _flat_config(settings: dict[str, Any]) -> dict[str, Any]:
 
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def ema_decay_at(step: int, decay: float) -> float:
+    """The EMA decay after optimisation step ``step`` (0-based): ``min(decay, (1 + step) / (10 + step))``.
+
+    The warm-up (diffusers' and TensorFlow's form) lets a short run export what it learned: at a
+    fixed 0.999, the EMA of a 200-step run still sits almost on the initial weights.
+    """
+    return min(decay, (1 + step) / (10 + step))
+
+
+def _seed_everything(seed: int) -> None:
+    """Seed torch's, Python's and NumPy's global RNGs (a checkpoint saves all three)."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
 
 
 @torch.no_grad()

@@ -3,6 +3,7 @@ device parsing and refusals, and what a run records of both."""
 
 import json
 import warnings
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -22,6 +23,12 @@ def native_cpu(monkeypatch):
 def emulating_cpu(monkeypatch):
     monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: False)
     prec._warned.clear()
+
+
+@dataclass
+class _Shape:
+    channels: int = 1
+    image_size: int = 8
 
 
 def _probe(times):
@@ -111,3 +118,72 @@ def test_a_run_records_its_precision_and_hardware(toy_site, toy_npz, tmp_path):
     assert provenance["precision"] == "fp32" and fit_json["settings"]["precision"] == "fp32"
     assert provenance["hardware"] == fit_json["hardware"] and provenance["hardware"]
     assert "threads" in provenance["hardware"] or torch.cuda.is_available()
+
+
+def test_fit_prints_its_precision_and_why(toy_site, toy_npz, tmp_path, native_cpu, monkeypatch):
+    from click.testing import CliRunner
+
+    import genzoo.train as train
+    from genzoo.cli import cli
+
+    seconds = [1.7, 1.0]  # what the probe measures: fp32, then bf16
+    monkeypatch.setattr(train, "timed", lambda work, calls=None: seconds.pop(0))
+    args = ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "2", "--batch-size", "8", "--no-progress",
+            "--sample-every", "0"]
+    auto = CliRunner().invoke(cli, args + ["--out", str(tmp_path / "auto")])
+    assert auto.exit_code == 0, auto.output
+    assert "precision: bf16 (native on this CPU, 1.7x faster measured)" in auto.output
+    fixed = CliRunner().invoke(cli, args + ["--out", str(tmp_path / "fixed"), "--precision", "fp32"])
+    assert "precision: fp32 (as asked)" in fixed.output
+
+
+def test_auto_where_bf16_is_emulated_says_so(emulating_cpu):
+    choice = prec.decide_precision("auto", torch.device("cpu"))
+    assert choice.describe() == "fp32 (bf16 would be emulated on this CPU: no AMX or AVX512-BF16)"
+
+
+def test_a_probe_times_a_few_network_calls_not_a_whole_sampler(native_cpu):
+    """auto on a sampler of 40 network calls a batch: the probe runs a few of them per precision."""
+
+    class ManySteps(genzoo.Method):
+        name = "many-steps"
+        summary = "a sampler of 40 network calls"
+        Config = _Shape
+        capabilities = frozenset({"sample"})
+
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.net = torch.nn.Conv2d(1, 1, 3, padding=1)
+
+        def sample_batch(self, noise, labels):
+            x = noise.randn(1, 8, 8)
+            for _ in range(40):
+                x = x - 0.05 * self.net(x)
+            return torch.sigmoid(x)
+
+    model = ManySteps()
+    calls = []
+    model.net.register_forward_pre_hook(lambda module, args: calls.append(1))
+    torch.manual_seed(3)
+    expected = torch.rand(2)
+    torch.manual_seed(3)
+    model.sample(4, seed=0, precision="auto")
+    assert torch.equal(torch.rand(2), expected)  # the probe left torch's global RNG where it was
+    probe_calls = len(calls) - 40
+    assert 0 < probe_calls <= 4 * (prec.PROBE_CALLS + 1)  # 2 precisions x (warm-up + timed run), not 4 x 40
+
+
+def test_timed_stops_a_run_after_its_network_calls():
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())  # one top-level call, two nested
+    made = []
+
+    def work():
+        for _ in range(100):
+            made.append(1)
+            net(torch.zeros(1, 2))
+
+    prec.timed(work, calls=3)
+    assert len(made) == 2 * 4  # two runs, each stopped at the start of its 4th call
+    made.clear()
+    prec.timed(work, calls=None)
+    assert len(made) == 200

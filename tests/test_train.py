@@ -134,6 +134,7 @@ def test_export_of_a_kept_checkpoint_equals_a_run_to_that_step(toy_site, toy_npz
     assert all(torch.equal(a[k], b[k]) for k in a)
     provenance = json.loads((tmp_path / "at3" / "config.json").read_text())["provenance"]
     assert provenance["steps"] == 3 and provenance["checkpoint"] == "step-00000003" and provenance["weights"] == "ema"
+    assert [s["steps"] for s in provenance["segments"]] == [[0, 3]]
     missing = CliRunner().invoke(cli, ["export", str(longer), str(tmp_path / "at1"), "--checkpoint", "1"])
     assert missing.exit_code != 0 and "no complete checkpoint at step 1" in missing.output and "step-00000006" in missing.output
 
@@ -233,3 +234,134 @@ def test_forward_is_the_methods_own(toy_site, toy_npz, tmp_path):
                      progress=False, sample_every=0, config={"lr": 0.05})
     losses = [json.loads(l)["loss"] for l in (out / "metrics.jsonl").read_text().splitlines()]
     assert sum(losses[-5:]) < sum(losses[:5])
+
+
+def _weights(run):
+    return load_file(str(run / "model.safetensors"))
+
+
+def test_a_short_run_exports_what_it_learned(toy_site, toy_npz, tmp_path):
+    """With EMA decay 0.999 and no warm-up, 30 steps would export nearly the initial weights; the
+    warm-up (decay (1 + t) / (10 + t) up to 0.999) puts the export nearer the raw weights."""
+    from genzoo.configs import build_config
+    from genzoo.train import ema_decay_at
+
+    assert ema_decay_at(0, 0.999) == pytest.approx(0.1) and ema_decay_at(10**6, 0.999) == 0.999
+    toy = genzoo.get_host().method("toy")
+    config = {"ema_decay": 0.999, "lr": 0.05}
+    out = _fit(tmp_path / "run", toy_npz, 30, config=config, checkpoint_every=30)
+    exported = _weights(out)
+    raw = load_file(str(out / "checkpoints/step-00000030/model.safetensors"))
+    torch.manual_seed(0)  # the run's seed: its initial weights
+    initial = toy(build_config(toy.Config, config)).state_dict()
+
+    def distance(a, b):
+        return sum(float((a[k] - b[k]).square().sum()) for k in ("encoder.weight", "decoder.weight")) ** 0.5
+
+    assert distance(exported, raw) < 0.5 * distance(exported, initial)
+    assert distance(raw, initial) > 0.5  # the run did move the weights
+
+
+def test_two_runs_of_one_fit_are_bit_identical(toy_site, toy_npz, tmp_path, monkeypatch):
+    """The same command twice gives the same weights, with --precision auto timing the first run and the
+    second reading the verdict from the cache, and with randomness from torch's, Python's and NumPy's RNGs."""
+    from genzoo import precision as prec
+
+    monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: True)  # so auto really probes
+    monkeypatch.setenv(prec.CACHE_ENV, str(tmp_path / "cache"))
+    config = {"host_rng": True, "ema_decay": 0.5}
+    first = _fit(tmp_path / "first", toy_npz, 6, config=config)
+    assert (tmp_path / "cache" / "precision.json").is_file()
+    second = _fit(tmp_path / "second", toy_npz, 6, config=config)
+    a, b = _weights(first), _weights(second)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert (first / "metrics.jsonl").read_text() == (second / "metrics.jsonl").read_text()
+
+
+class _FlipFlopProbe:
+    """Stands in for the timing of auto's probe: fp32 wins the first decision, bf16 every later one."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, work, calls=None):
+        self.calls += 1
+        decision, precision = divmod(self.calls - 1, 2)  # each decision times fp32, then bf16
+        if decision == 0:
+            return 1.0 if precision == 0 else 2.0
+        return 1.0 if precision == 0 else 0.1
+
+
+def _interrupting_toy(at_steps):
+    """The toy, sending itself SIGINT (Ctrl-C) in the middle of the given steps (after drawing noise)."""
+    import signal
+
+    toy = genzoo.get_host().method("toy")
+
+    class Interrupting(toy):
+        def training_step(self, batch):
+            losses = super().training_step(batch)
+            for _ in range(at_steps.get(batch["step"], 0)):
+                os.kill(os.getpid(), signal.SIGINT)
+            return losses
+
+    return Interrupting
+
+
+def test_ctrl_c_saves_the_whole_step_and_resume_is_exact_whatever_auto_would_say_now(toy_site, toy_npz, tmp_path,
+                                                                                     monkeypatch):
+    """Ctrl-C in the middle of step 5 (its noise already drawn): fit finishes that step, saves it and stops;
+    --resume ends with the weights of an uninterrupted run, although auto's probe would now pick bf16."""
+    import genzoo.train as train
+    from genzoo import precision as prec
+
+    monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: True)
+    config = {"ema_decay": 0.9, "host_rng": True}
+    common = dict(config=config, checkpoint_every=100, sample_every=0)
+
+    def with_probe(folder, steps, **kw):
+        monkeypatch.setenv(prec.CACHE_ENV, str(tmp_path / f"cache-{folder}-{kw.get('resume', False)}"))  # no verdict kept
+        return _fit(tmp_path / folder, toy_npz, steps, **common, **kw)
+
+    monkeypatch.setattr(train, "timed", _FlipFlopProbe())
+    straight = with_probe("straight", 10)
+    probe = _FlipFlopProbe()
+    monkeypatch.setattr(train, "timed", probe)
+    interrupting = _interrupting_toy({4: 1})
+    monkeypatch.setenv(prec.CACHE_ENV, str(tmp_path / "cache-cut"))
+    with pytest.raises(KeyboardInterrupt):
+        genzoo.fit(interrupting, steps=10, out=tmp_path / "cut", dataset=f"npz:{toy_npz}", batch_size=8,
+                   progress=False, **common)
+    cut = tmp_path / "cut"
+    assert [p.name for p in (cut / "checkpoints").iterdir()] == ["step-00000005"]  # the step in progress, whole
+    assert probe.calls == 2
+    resumed = with_probe("cut", 10, resume=True)
+    assert probe.calls == 2  # the resumed run did not decide again
+    a, b = _weights(straight), _weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert (straight / "metrics.jsonl").read_text() == (resumed / "metrics.jsonl").read_text()
+    fit_json = json.loads((resumed / "fit.json").read_text())
+    assert [(s["steps"], s["precision"]) for s in fit_json["segments"]] == [([0, 5], "fp32"), ([5, 10], "fp32")]
+    assert fit_json["precision"]["requested"] == "auto" and "0.5x" in fit_json["precision"]["reason"]
+    provenance = json.loads((resumed / "config.json").read_text())["provenance"]
+    assert provenance["segments"] == fit_json["segments"] and provenance["precision"] == "fp32"
+
+
+def test_a_second_ctrl_c_stops_at_once_without_saving_the_step(toy_site, toy_npz, tmp_path):
+    interrupting = _interrupting_toy({4: 2})
+    with pytest.raises(KeyboardInterrupt):
+        genzoo.fit(interrupting, steps=10, out=tmp_path / "run", dataset=f"npz:{toy_npz}", batch_size=8,
+                   progress=False, checkpoint_every=3, sample_every=0, precision="fp32")
+    assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-00000003"]
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # fit left Ctrl-C as it found it
+
+
+def test_segments_past_the_checkpoint_a_run_resumes_from_are_cut(toy_site, toy_npz, tmp_path):
+    out = _fit(tmp_path / "run", toy_npz, 6, keep_checkpoints=2, precision="fp32")
+    shutil.rmtree(out / "checkpoints" / "step-00000006")
+    _fit(out, toy_npz, 8, resume=True, precision="fp32")
+    segments = json.loads((out / "fit.json").read_text())["segments"]
+    assert [s["steps"] for s in segments] == [[0, 3], [3, 8]]
+    assert all(s["command"] and s["hardware"] and s["processes"] == 1 for s in segments)

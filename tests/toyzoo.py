@@ -4,8 +4,10 @@ It exercises every part of the contract (fit, sample, refine, labels, options, E
 the training step) in milliseconds.
 """
 
+import random
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -23,6 +25,7 @@ class ToyConfig:
     ema_decay: float = 0.0
     noise_weight: float = 0.1
     schedule: bool = False  # warm-up + cosine over the run's --steps
+    host_rng: bool = False  # the training step also draws from Python's and NumPy's global RNGs
 
 
 class Toy(genzoo.Method):
@@ -59,6 +62,8 @@ class Toy(genzoo.Method):
     def training_step(self, batch):
         x = batch["x"]
         z = self.encoder(x.flatten(1))
+        if self.config.host_rng:
+            z = z * (1 + 0.1 * random.random()) + 0.01 * float(np.random.randn())
         labels = batch["y"] if self.config.num_classes else None
         recon = self.decode(z + self.config.noise_weight * torch.randn_like(z), labels)
         loss = F.mse_loss(recon, x)
