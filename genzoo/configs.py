@@ -193,14 +193,17 @@ def _check_range(value: Any, rule: Range, where: str) -> None:
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str = "", flags: tuple[str, ...] = (),
-           cli: bool = True, metavar: str | None = None, default_factory: Any = dataclasses.MISSING) -> Any:
+           cli: bool = True, metavar: str | None = None, min: int | None = None,
+           default_factory: Any = dataclasses.MISSING) -> Any:
     """A field of a verb's options dataclass, with what its command-line option needs.
 
-    One dataclass per verb (``FitOptions``, ``EvalOptions``) holds every default once; the CLI builds
-    its click options from these fields (``genzoo.cli.options``), so the two never drift apart.
-    ``flags`` defaults to ``--field-name``; ``cli=False`` keeps a field out of the command line.
+    One dataclass per verb (``FitOptions``, ``EvalOptions``, ``SampleOptions``, ``RefineOptions``)
+    holds every default once; the CLI builds its click options from these fields
+    (``genzoo.cli.options``), so the two never drift apart. ``flags`` defaults to ``--field-name``;
+    ``cli=False`` keeps a field out of the command line; ``min`` is the smallest integer the command
+    line accepts.
     """
-    metadata = {"help": help, "flags": tuple(flags), "cli": cli, "metavar": metavar}
+    metadata = {"help": help, "flags": tuple(flags), "cli": cli, "metavar": metavar, "min": min}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

@@ -1,12 +1,50 @@
-"""Sampling pipelines: sample, re-apply the model's own refine (``--apply K``), refine with another model."""
+"""Sampling pipelines: sample, re-apply the model's own refine (``--apply K``), refine with another model.
+
+Every default of ``genzoo sample`` and ``genzoo refine`` lives in :class:`SampleOptions` and
+:class:`RefineOptions`; the commands build their options from these dataclasses
+(``genzoo.cli.options.options_from``), and the Python functions read the same defaults.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 
+from .configs import option
 from .errors import ArgumentError
+from .method import BATCH_SIZE, INFERENCE_PRECISION
+
+Precision = Literal["auto", "fp32", "bf16", "fp16"]  # genzoo.precision.PRECISIONS
+PRECISION_HELP = ("Numeric precision: fp32 (the same images on every machine, up to float rounding), bf16, fp16 "
+                  "(GPUs), or auto (bf16 where native and measured faster on this machine).")
+PROGRESS_HELP = "Show progress bars (only on a terminal; never in logs or pipes)."
+
+
+@dataclass
+class SampleOptions:
+    """Settings of one sampling run (the options of ``genzoo sample``; :func:`generate` takes the same)."""
+
+    n: int = option(64, flags=("-n", "--num"), min=1, help="Number of images.")
+    seed: int = option(0, help="Image i depends only on (seed, i).")
+    apply: int = option(1, min=1, help="Apply the model K times: sample, then refine K-1 times.")
+    refine: str | None = option(None, metavar="MODEL", help="Refine the samples with another model.")
+    refine_steps: int | None = option(None, min=0, help="Steps for --refine (default: the refiner's own).")
+    batch_size: int = option(BATCH_SIZE, min=1, help="Images per forward pass (an image does not depend on it).")
+    precision: Precision = option(INFERENCE_PRECISION, help=PRECISION_HELP)
+    progress: bool = option(True, flags=("--progress/--no-progress",), help=PROGRESS_HELP)
+
+
+@dataclass
+class RefineOptions:
+    """Settings of one refinement run (the options of ``genzoo refine``; ``Method.refine`` takes the same)."""
+
+    steps: int | None = option(None, min=0, help="Refinement steps or applications (default: the method's own).")
+    seed: int = option(0, help="Seed for methods that refine with noise.")
+    batch_size: int = option(BATCH_SIZE, min=1, help="Images per forward pass (an image does not depend on it).")
+    precision: Precision = option(INFERENCE_PRECISION, help=PRECISION_HELP)
+    progress: bool = option(True, flags=("--progress/--no-progress",), help=PROGRESS_HELP)
 
 
 def generate(
@@ -15,12 +53,12 @@ def generate(
     *,
     seed: int,
     labels: torch.Tensor | None = None,
-    apply: int = 1,
+    apply: int = SampleOptions.apply,
     refiner=None,
     refine_steps: int | None = None,
-    batch_size: int = 256,
+    batch_size: int = BATCH_SIZE,
     device: torch.device | str | None = None,
-    precision: str = "fp32",
+    precision: str = INFERENCE_PRECISION,
     progress: bool = False,
     options: dict[str, Any] | None = None,
     refine_options: dict[str, Any] | None = None,

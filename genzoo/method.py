@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence, TypeVar
 
 import torch
 from torch import nn
@@ -20,9 +20,16 @@ from torch import nn
 from .configs import build_config, config_to_dict
 from .errors import GenzooError, UnsupportedVerb
 from .precision import autocast, check_precision, resolve_precision, timed
+from .progress import progress_bar
 from .seeding import Noise, random_seed
 
 VERBS = ("fit", "sample", "refine")
+# The defaults of every verb that runs a model on images (sample, refine, eval); their options
+# dataclasses and the keywords below read them from here.
+BATCH_SIZE = 256  # images per forward pass (a sample does not depend on it)
+INFERENCE_PRECISION = "fp32"  # the same images on every machine, up to float rounding
+
+T = TypeVar("T")
 
 
 class Method(nn.Module):
@@ -45,7 +52,9 @@ class Method(nn.Module):
 
     ``sample_batch`` and ``refine_batch`` run in eval mode under ``torch.no_grad()``; a hook that
     needs input gradients (a refiner) opens ``torch.enable_grad()`` itself. ``forward`` is free for
-    the method's own use: the training loop calls ``training_step`` through a wrapper.
+    the method's own use: the training loop calls ``training_step`` through a wrapper. A hook that
+    loops over many steps (a diffusion sampler, an iterative refiner) wraps the loop in
+    :meth:`track`, so that ``genzoo sample``/``refine``/``eval`` show how far each batch has got.
 
     A Config may define ``channels``, ``image_size`` and ``num_classes`` (0 = unconditional);
     optional training fields read by the shared loop: ``ema_decay`` and ``grad_clip``.
@@ -62,6 +71,7 @@ class Method(nn.Module):
     refine_options: ClassVar[dict[str, type]] = {}
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
     fit_steps: int | None = None  # the run's total --steps while genzoo fit builds optimisers and schedules
+    _steps_shown: bool = False  # whether track() shows a bar: set while sample/refine run with progress
 
     def __init__(self, config: Any = None):
         super().__init__()
@@ -131,9 +141,9 @@ class Method(nn.Module):
         seed: int | None = None,
         start: int = 0,
         generator: torch.Generator | None = None,
-        batch_size: int = 256,
+        batch_size: int = BATCH_SIZE,
         device: torch.device | str | None = None,
-        precision: str = "fp32",
+        precision: str = INFERENCE_PRECISION,
         progress: bool = False,
         **options: Any,
     ) -> torch.Tensor:
@@ -143,7 +153,8 @@ class Method(nn.Module):
         whatever ``batch_size`` or device. ``start`` skips ahead: ``sample(16, seed=0, start=48)``
         is the last 16 of ``sample(64, seed=0)``. Without a seed, one is drawn from ``generator``
         (or torch's global RNG). Conditional methods default to labels ``i mod num_classes``.
-        ``precision`` is fp32, bf16, fp16 (GPUs) or auto (see :mod:`genzoo.precision`).
+        ``precision`` is fp32, bf16, fp16 (GPUs) or auto (see :mod:`genzoo.precision`). ``progress``
+        shows a bar of the batches (and of a many-step method's steps, :meth:`track`) on a terminal.
         """
         self.require("sample")
         self._check_options(options, self.sample_options, "sample")
@@ -164,7 +175,7 @@ class Method(nn.Module):
                 None if label_tensor is None else label_tensor[:batch_size].to(device), **options))
             for lo, hi in _batches(n, batch_size, progress, "sampling"):
                 batch_labels = None if label_tensor is None else label_tensor[lo:hi].to(device)
-                with autocast(precision, device):
+                with autocast(precision, device), self._showing_steps(progress):
                     images = self.sample_batch(Noise(seed, start + lo, start + hi), batch_labels, **options)
                 out.append(self._check_images(images, hi - lo, "sample_batch").cpu())
         return torch.cat(out)
@@ -177,9 +188,9 @@ class Method(nn.Module):
         steps: int | None = None,
         seed: int | None = None,
         generator: torch.Generator | None = None,
-        batch_size: int = 256,
+        batch_size: int = BATCH_SIZE,
         device: torch.device | str | None = None,
-        precision: str = "fp32",
+        precision: str = INFERENCE_PRECISION,
         progress: bool = False,
         **options: Any,
     ) -> torch.Tensor:
@@ -208,7 +219,7 @@ class Method(nn.Module):
             for start, stop in _batches(n, batch_size, progress, "refining"):
                 batch = x[start:stop].to(device)
                 batch_labels = None if label_tensor is None else label_tensor[start:stop].to(device)
-                with autocast(precision, device):
+                with autocast(precision, device), self._showing_steps(progress):
                     images = self.refine_batch(batch, batch_labels, Noise(seed, start, stop, "refine"), steps, **options)
                 out.append(self._check_images(images, stop - start, "refine_batch").cpu())
         return torch.cat(out)
@@ -250,7 +261,28 @@ class Method(nn.Module):
         statistics). It must not draw from the global RNG, so resumed runs stay exact.
         """
 
+    def track(self, steps: Iterable[T] | int, desc: str = "steps") -> Iterable[T]:
+        """The steps of one batch's work (an iterable, or a count), shown as a bar under the batch bar.
+
+        A many-step sampler or refiner loops ``for t in self.track(range(num_steps), "denoising")``.
+        While :meth:`sample` or :meth:`refine` runs with ``progress=True`` (``genzoo sample``,
+        ``refine`` and ``eval`` unless ``--no-progress``) and stderr is a terminal, the bar shows how
+        far the current batch has got; otherwise the steps come back unchanged.
+        """
+        iterable = range(steps) if isinstance(steps, int) else steps
+        if not self._steps_shown:
+            return iterable
+        return progress_bar(iterable, True, desc=desc, unit="step", leave=False, position=1)
+
     # -- helpers ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _showing_steps(self, progress: bool) -> Iterator[None]:
+        self._steps_shown = progress
+        try:
+            yield
+        finally:
+            self._steps_shown = False
 
     def check_input_images(self, x: torch.Tensor) -> torch.Tensor:
         """Validate images for refine: float NCHW in [0, 1] of this method's shape."""
@@ -360,9 +392,5 @@ def _check_options_declaration(cls: type, attr: str, hook: str) -> None:
 
 def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[tuple[int, int]]:
     starts = range(0, n, batch_size)
-    if progress:
-        from tqdm.auto import tqdm
-
-        starts = tqdm(starts, desc=desc, unit="batch", total=len(starts), leave=False)
-    for start in starts:
+    for start in progress_bar(starts, progress, desc=desc, unit="batch", total=len(starts), leave=False):
         yield start, min(n, start + batch_size)

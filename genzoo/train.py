@@ -382,8 +382,8 @@ class Trainer:
         grad_clip = getattr(self.config, "grad_clip", None)
         ema_decay = float(getattr(self.config, "ema_decay", 0.0) or 0.0)
         wrapped.train()
-        bar = tqdm(total=o.steps, initial=state.step, desc=f"fit {self.cls.name}", unit="step",
-                   disable=not (acc.is_main_process and o.progress), dynamic_ncols=True)
+        bar = tqdm(total=o.steps, initial=state.step, desc=f"fit {self.cls.name}", unit="step",  # None: on a terminal only
+                   disable=None if acc.is_main_process and o.progress else True, dynamic_ncols=True)
         log = open(self.out / "metrics.jsonl", "a", encoding="utf-8", buffering=1) if acc.is_main_process else None
         t0 = time.time()
         stop = _StopRequest(acc.num_processes == 1)

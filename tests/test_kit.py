@@ -132,10 +132,11 @@ def test_a_scaffolded_plugin_installs_and_passes_its_own_tests(tmp_path):
     assert " passed" in tests.stdout
 
 
-@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.train:FitOptions"), ("eval", "genzoo.metrics.evaluation:EvalOptions")])
+@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.train:FitOptions"), ("eval", "genzoo.metrics.evaluation:EvalOptions"),
+                                               ("sample", "genzoo.generate:SampleOptions"), ("refine", "genzoo.generate:RefineOptions")])
 def test_cli_defaults_agree_with_the_options_dataclass(verb, options_cls):
-    """Every CLI option built from FitOptions/EvalOptions has the dataclass's default, and every
-    CLI-visible field has an option: the Python API and `genzoo fit/eval` cannot drift apart."""
+    """Every CLI option built from a verb's options dataclass has the dataclass's default, and every
+    CLI-visible field has an option: the Python API and `genzoo fit/eval/sample/refine` cannot drift apart."""
     import dataclasses
     import importlib
 
@@ -154,7 +155,7 @@ def test_cli_defaults_agree_with_the_options_dataclass(verb, options_cls):
             assert param.default == f.default, f"{verb} --{f.name}: CLI default {param.default!r} != {f.default!r}"
     defaults = cls(**{f.name: "x" for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
                       and f.default_factory is dataclasses.MISSING})
-    ctx = command.make_context(verb, ["m"] + (["--steps", "1", "--out", "o"] if verb == "fit" else []))
+    ctx = command.make_context(verb, ["m"] + {"fit": ["--steps", "1", "--out", "o"], "refine": ["--input", "x"]}.get(verb, []))
     for f in visible:
         if f.default is not dataclasses.MISSING:
             assert ctx.params[f.name] == getattr(defaults, f.name)

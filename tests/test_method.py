@@ -1,4 +1,6 @@
-"""The Method contract: verbs, per-image seeding, labels, options, input checks."""
+"""The Method contract: verbs, per-image seeding, labels, options, input checks, progress."""
+
+import sys
 
 import pytest
 import torch
@@ -94,3 +96,76 @@ def test_declaration_is_checked_on_registration():
 
     with pytest.raises(genzoo.GenzooError, match="does not implement sample_batch"):
         Incomplete.check_declaration()
+
+
+class _Terminal:
+    """A stand-in for stderr that says it is a terminal and keeps what is written to it."""
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _stepper():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        channels: int = 1
+        image_size: int = 2
+
+    class Stepper(genzoo.Method):
+        """A many-step sampler: three steps per batch, each wrapped in track()."""
+
+        name = "stepper"
+        Config = Cfg
+        capabilities = frozenset({"sample"})
+
+        def sample_batch(self, noise, labels):
+            x = noise.rand(1, 2, 2)
+            for _ in self.track(range(3), "denoising"):
+                x = x * 0.5
+            return x
+
+    return Stepper()
+
+
+def test_a_many_step_sampler_shows_its_steps_on_a_terminal_and_nothing_elsewhere(monkeypatch):
+    model = _stepper()
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    shown = model.sample(5, seed=0, batch_size=2, progress=True)
+    assert "denoising: " in terminal.text and "step/s" in terminal.text and "sampling: " in terminal.text
+    terminal.text = ""
+    assert torch.equal(model.sample(5, seed=0, batch_size=2), shown)  # progress off: no bar, the same images
+    assert terminal.text == ""
+    assert list(model.track(range(3))) == [0, 1, 2]  # outside sample(): the steps, unwrapped
+    monkeypatch.setattr("sys.stderr", type("Pipe", (_Terminal,), {"isatty": lambda self: False})())
+    model.sample(5, seed=0, batch_size=2, progress=True)  # on a pipe or in a log: nothing either
+    assert sys.stderr.text == ""
+
+
+def test_the_python_defaults_are_the_options_dataclasses():
+    import inspect
+    import typing
+
+    from genzoo.generate import Precision, RefineOptions, SampleOptions, generate
+    from genzoo.metrics.evaluation import EvalOptions
+    from genzoo.precision import PRECISIONS
+
+    for function, options in ((genzoo.Method.sample, SampleOptions), (genzoo.Method.refine, RefineOptions),
+                              (generate, SampleOptions)):
+        parameters = inspect.signature(function).parameters
+        for name in ("batch_size", "precision"):
+            assert parameters[name].default == getattr(options(), name) == getattr(EvalOptions(), name)
+    assert inspect.signature(generate).parameters["apply"].default == SampleOptions().apply
+    assert set(typing.get_args(Precision)) == set(PRECISIONS)

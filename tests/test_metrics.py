@@ -121,3 +121,21 @@ def test_inception_features_offline_fail_in_one_sentence(toy_npz, monkeypatch):
         pytest.skip("Inception weights are available on this machine, so the offline error cannot be shown")
     message = result.output.strip().splitlines()
     assert result.exit_code == 1 and len(message) == 1 and "--features inception" in message[0]
+
+
+def test_eval_apply_several_k_gives_one_report_each_equal_to_single_runs(toy_model_dir, toy_npz, tmp_path):
+    common = dict(ref=f"npz:{toy_npz}", features="toy-features", n=64, metrics="fid,precision", progress=False)
+    out = tmp_path / "reports.json"
+    result = CliRunner().invoke(cli, ["eval", str(toy_model_dir), "--apply", "1,2,3", "--json", str(out),
+                                      "--ref", common["ref"], "--features", "toy-features", "-n", "64",
+                                      "--metrics", "fid,precision", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    reports = json.loads(out.read_text())
+    assert [r["apply"] for r in reports] == [1, 2, 3] and "(apply 3): 64 images" in result.output
+    for report in reports:
+        alone = genzoo.evaluate(str(toy_model_dir), apply=report["apply"], **common)
+        assert alone["metrics"] == report["metrics"] and alone["apply"] == report["apply"]
+    assert reports[0]["metrics"]["fid"] != reports[2]["metrics"]["fid"]  # f(f(f(z))) is not f(z)
+    assert isinstance(genzoo.evaluate(str(toy_model_dir), apply=(2,), **common), list)
+    bad = CliRunner().invoke(cli, ["eval", str(toy_model_dir), "--apply", "1,x", "--ref", common["ref"]])
+    assert bad.exit_code == 2 and "comma list of integers" in bad.output

@@ -5,7 +5,7 @@ import click
 
 from ..errors import GenzooError
 from ..metrics.evaluation import EvalOptions, evaluate
-from .options import device_from, device_option, options_from, parse_labels, parse_refine_options, precision_option
+from .options import device_from, device_option, options_from, parse_labels, parse_refine_options
 
 
 @click.command("eval")
@@ -16,25 +16,31 @@ from .options import device_from, device_option, options_from, parse_labels, par
 @click.option("--labels", default=None, help="Labels to request from a conditional model (comma list or file).")
 @click.option("--json", "json_out", default=None, help="Also write the full result as JSON to this file.")
 @device_option
-@precision_option()
-def command(name, refine_opts, labels, json_out, device, precision, **options):
+def command(name, refine_opts, labels, json_out, device, **options):
     """Score a model's samples (or npz:PATH / folder:PATH images) against reference data.
 
     \b
     genzoo eval ign -n 10000 --ref mnist:test --data-root ../shared/data
+    genzoo eval ign --apply 1,2,3 --ref mnist:test      f(z), f(f(z)), f(f(f(z))), one report each
     genzoo eval npz:samples.npz --ref mnist:test --metrics fid,kid
     """
     if json_out and Path(json_out).is_dir():
         raise GenzooError(f"--json {json_out} is a folder; name a file, e.g. {Path(json_out) / 'eval.json'}")
     refine_options = parse_refine_options(refine_opts, options["refine_steps"], options["refine"])
     result = evaluate(name, refine_options=refine_options, labels=parse_labels(labels), device=device_from(device),
-                      precision=precision, progress=True, **options)
+                      **options)
     if json_out:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(json.dumps(result, indent=2) + "\n")
-    click.echo(f"{result['source']}: {result['n']} images vs {result['reference']['spec']} ({result['reference']['n']}), "
-               f"features {result['features']['name']}")
-    for key, value in result["metrics"].items():
+    for report in result if isinstance(result, list) else [result]:
+        _print(report, several=isinstance(result, list))
+
+
+def _print(report: dict, several: bool) -> None:
+    applied = f" (apply {report['apply']})" if several else ""
+    click.echo(f"{report['source']}{applied}: {report['n']} images vs {report['reference']['spec']} "
+               f"({report['reference']['n']}), features {report['features']['name']}")
+    for key, value in report["metrics"].items():
         if key == "kid":  # reported x 1e3, as registry.yaml's kid_x1e3 does
             value = {**value, "mean": value["mean"] * 1e3, "std": value["std"] * 1e3}
             key = "kid_x1e3"

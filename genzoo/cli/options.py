@@ -14,7 +14,6 @@ import torch
 from ..configs import coerce_value, parse_assignments
 from ..errors import GenzooError
 from ..hardware import DEVICE_CHOICES, resolve_device
-from ..precision import PRECISIONS
 
 
 def options_from(options_cls: type, *, exclude: tuple[str, ...] = ()) -> Callable:
@@ -30,7 +29,7 @@ def options_from(options_cls: type, *, exclude: tuple[str, ...] = ()) -> Callabl
         if not meta.get("cli", True) or f.name in exclude:
             continue
         flags = meta.get("flags") or (f"--{f.name.replace('_', '-')}",)
-        base = _base_type(hints[f.name])
+        base = _click_type(hints[f.name])
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         kwargs: dict[str, Any] = {"help": meta.get("help", ""), "show_default": not required and f.default not in (None, "")}
         if required:
@@ -40,6 +39,8 @@ def options_from(options_cls: type, *, exclude: tuple[str, ...] = ()) -> Callabl
         if base is bool and "/" not in flags[0]:
             kwargs["is_flag"] = True
             kwargs["show_default"] = False
+        elif base is int and meta.get("min") is not None:
+            kwargs["type"] = click.IntRange(min=meta["min"])
         elif base is not bool:
             kwargs["type"] = base
         if meta.get("metavar"):
@@ -54,10 +55,36 @@ def options_from(options_cls: type, *, exclude: tuple[str, ...] = ()) -> Callabl
     return apply
 
 
-def _base_type(hint: Any) -> type:
+def _click_type(hint: Any) -> Any:
+    """The click type of a field: int, float, str or bool; a Literal's choices; K or K1,K2,... for int | tuple[int]."""
+    args = typing.get_args(hint)
     if typing.get_origin(hint) in (Union, types.UnionType):
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        if any(typing.get_origin(a) is tuple for a in args):
+            return INT_OR_INTS
+        hint = next(a for a in args if a is not type(None))
+    if typing.get_origin(hint) is typing.Literal:
+        return click.Choice([str(a) for a in typing.get_args(hint)])
     return hint if hint in (int, float, str, bool) else str
+
+
+class IntOrInts(click.ParamType):
+    """An integer, or a comma list of integers (a tuple): ``--apply 2`` or ``--apply 1,2,3``."""
+
+    name = "K[,K...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int | tuple[int, ...]:
+        if isinstance(value, int) or (isinstance(value, tuple) and all(isinstance(v, int) for v in value)):
+            return value
+        try:
+            numbers = tuple(int(part) for part in str(value).split(",") if part.strip())
+        except ValueError:
+            self.fail(f"{value!r} is not an integer or a comma list of integers", param, ctx)
+        if not numbers:
+            self.fail("give at least one integer", param, ctx)
+        return numbers[0] if len(numbers) == 1 else numbers
+
+
+INT_OR_INTS = IntOrInts()
 
 
 def device_option(f):
@@ -65,16 +92,6 @@ def device_option(f):
         "--device", default="auto", show_default=True, metavar="DEVICE",
         help=f"Where to run: {DEVICE_CHOICES} (auto: cuda, then mps, then cpu).",
     )(f)
-
-
-def precision_option(default: str = "fp32"):
-    def apply(f):
-        return click.option(
-            "--precision", default=default, show_default=True, type=click.Choice(PRECISIONS),
-            help="Numeric precision: fp32 (the same images on every machine, up to float rounding), bf16, fp16 "
-                 "(GPUs), or auto (bf16 where native and measured faster on this machine).",
-        )(f)
-    return apply
 
 
 def device_from(name: str) -> torch.device:

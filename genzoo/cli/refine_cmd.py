@@ -1,10 +1,11 @@
 import click
 
-from ..errors import GenzooError
 from ..datasets import load_images
+from ..errors import GenzooError
+from ..generate import RefineOptions
 from ..images import output_target, save_images
 from ..loading import load
-from .options import device_from, device_option, output_options, parse_labels, parse_options, precision_option
+from .options import device_from, device_option, options_from, output_options, parse_labels, parse_options
 
 
 @click.command("refine")
@@ -13,16 +14,13 @@ from .options import device_from, device_option, output_options, parse_labels, p
               help="A PNG file (a grid written by genzoo sample is split back), a folder of PNGs, or an .npz (key x, optional y).")
 @click.option("-o", "--output", default=None, help="Output path (default: refined.png / refined.npz / refined/).")
 @output_options
-@click.option("--steps", type=click.IntRange(min=0), default=None,
-              help="Refinement steps or applications (default: the method's own).")
 @click.option("--labels", default=None, help="Class labels: a comma list or a file (default: the npz's y, if any).")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Method-specific refine option (repeatable).")
-@click.option("--seed", default=0, show_default=True, help="Seed for methods that refine with noise.")
-@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1))
+@options_from(RefineOptions)
 @device_option
-@precision_option()
-def command(name, source, output, fmt, as_float, nrow, steps, labels, opts, seed, batch_size, device, precision):
+def command(name, source, output, fmt, as_float, nrow, labels, opts, device, **settings):
     """Refine images with a model: IGN projects them onto its learned set, a refiner cleans them."""
+    o = RefineOptions(**settings)
     out, fmt = output_target(output, fmt, "refined")
     dev = device_from(device)
     given = parse_labels(labels)
@@ -39,7 +37,7 @@ def command(name, source, output, fmt, as_float, nrow, steps, labels, opts, seed
             f"pass one image per PNG file, a folder of them, or an .npz (genzoo sample --format npz)"
         )
     use_labels = given if given is not None else (file_labels if model.num_classes else None)
-    refined = model.refine(images, labels=use_labels, steps=steps, seed=seed, batch_size=batch_size, device=dev,
-                           precision=precision, progress=True, **options)
+    refined = model.refine(images, labels=use_labels, steps=o.steps, seed=o.seed, batch_size=o.batch_size, device=dev,
+                           precision=o.precision, progress=o.progress, **options)
     save_images(refined, out, fmt, labels=use_labels, as_float=as_float, nrow=nrow)
     click.echo(f"refined {len(refined)} images into {out}")

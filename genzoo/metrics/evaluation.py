@@ -1,7 +1,9 @@
 """The whole evaluation: generate (or read) images, extract features once, run the metrics named.
 
 Every setting and its default lives in :class:`EvalOptions`; ``genzoo eval`` builds its options
-from the same dataclass. Every argument is checked before any image is generated.
+from the same dataclass. Every argument is checked before any image is generated. ``apply`` may
+name several K (``--apply 1,2,3``): the reference is read and its features extracted once, and
+each K gets a report of its own.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from .._version import __version__
 from ..configs import option
 from ..datasets import ImageData, fixed_permutation, load_dataset
 from ..errors import ArgumentError, GenzooError
-from ..generate import generate
+from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, generate
 from ..loading import load
-from ..method import Method
+from ..method import BATCH_SIZE, INFERENCE_PRECISION, Method
 from ..plugins import get_host
 from .features import extract, feature_space
 from .scores import class_statistics
@@ -42,7 +44,8 @@ class EvalOptions:
     refine: str | None = option(None, metavar="MODEL", help="Refine the samples with another model first.")
     refine_steps: int | None = option(None, help="Steps for --refine (default: the refiner's own).")
     refine_options: dict[str, Any] = option(default_factory=dict, cli=False)
-    apply: int = option(1, help="Apply the model K times (sample, then refine K-1 times).")
+    apply: int | tuple[int, ...] = option(1, help="Apply the model K times (sample, then refine K-1 times); "
+                                                   "K1,K2,... scores each K (one report each).")
     labels: Any = option(None, cli=False)
     seed: int = option(0, help="Image i of the samples depends only on (seed, i).")
     data_root: str | None = option(None, help="Where datasets live (default: $GENZOO_DATA_ROOT or ./data).")
@@ -53,10 +56,14 @@ class EvalOptions:
     kid_subsets: int = option(100, help="Number of KID subsets.")
     k: int = option(3, help="Neighbour k of the precision/recall manifolds.")
     n_ref: int | None = option(None, help="Reference images to use (default: as many as -n, at most the split).")
-    batch_size: int = option(256, help="Images per batch when generating and extracting features.")
+    batch_size: int = option(BATCH_SIZE, help="Images per batch when generating and extracting features.")
     device: Any = option(None, cli=False)
-    precision: str = option("fp32", cli=False)
-    progress: bool = option(True, cli=False)
+    precision: Precision = option(INFERENCE_PRECISION, help=PRECISION_HELP)
+    progress: bool = option(True, flags=("--progress/--no-progress",), help=PROGRESS_HELP)
+
+    def applies(self) -> tuple[int, ...]:
+        """The K of ``apply``, as a tuple."""
+        return (self.apply,) if isinstance(self.apply, int) else tuple(self.apply)
 
     def metric_entries(self, can_classify: bool = True) -> list[MetricEntry]:
         metrics = self.metrics
@@ -75,10 +82,11 @@ class EvalOptions:
 
     def check(self) -> None:
         """Refuse bad settings that need no data to see."""
-        for name in ("n", "apply", "batch_size"):
-            value = getattr(self, name)
+        for name, value in (("n", self.n), ("batch_size", self.batch_size), *(("apply", k) for k in self.applies())):
             if value < (2 if name == "n" else 1):
                 raise ArgumentError(name, f"{{arg}} must be at least {2 if name == 'n' else 1}, got {value}")
+        if not self.applies():
+            raise ArgumentError("apply", "{arg} names no K; give one, or a comma list such as 1,2,3")
         if self.n_ref is not None and self.n_ref < 2:
             raise ArgumentError("n_ref", f"{{arg}} must be at least 2, got {self.n_ref}")
         if self.refine_steps is not None and self.refine_steps < 0:
@@ -88,14 +96,14 @@ class EvalOptions:
         self.metric_entries()
 
 
-def evaluate(source: Any, **options: Any) -> dict[str, Any]:
+def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any]]:
     """Score ``n`` images from ``source`` against the reference split ``ref``; returns a JSON-ready dict.
 
     ``source`` is anything ``genzoo.load`` resolves (then ``refine``/``apply`` compose as in
     ``genzoo sample``), ``npz:PATH``/``folder:PATH``, a Method, or a tensor of images in [0, 1].
     Keyword arguments are the fields of :class:`EvalOptions`. Memorisation compares a fixed random
     subset of ``memorization_n`` generated images with ``train`` (default: the training split of
-    ``ref``'s dataset).
+    ``ref``'s dataset). With ``apply`` a sequence of K, the result is a list: one report per K.
     """
     known = {f.name for f in dataclasses.fields(EvalOptions)}
     unknown = sorted(set(options) - known)
@@ -103,7 +111,6 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any]:
         raise GenzooError(f"evaluate() got unknown argument(s) {unknown}; it takes: {', '.join(sorted(known))}")
     o = EvalOptions(**options)
     o.check()
-    timings: dict[str, float] = {}
     t0 = time.time()
     dev = torch.device(o.device) if o.device is not None else torch.device("cpu")
     dataset_name = o.ref.split(":", 1)[0]
@@ -126,47 +133,57 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any]:
 
     ref_index = fixed_permutation(len(reference), REFERENCE_SEED)[:ref_count]
     ref_images = reference.floats(ref_index)
-    images, used_labels, source_name = _images(source, model, refiner, o)
-    if tuple(images.shape[1:]) != tuple(ref_images.shape[1:]):
-        raise GenzooError(f"the images of {source_name} have shape {tuple(images.shape[1:])} but the reference {o.ref} "
-                          f"has {tuple(ref_images.shape[1:])}; evaluate against a reference of the same size")
-    timings["generate"] = time.time() - t0
-
+    setup_seconds = time.time() - t0
     t1 = time.time()
     real_f, _ = extract(space, ref_images, progress=o.progress, desc="reference features")
-    fake_f, fake_p = extract(space, images, progress=o.progress, desc="sample features")
-    timings["features"] = time.time() - t1
+    reference_seconds = time.time() - t1  # counted in the first report, with the setup
+    train_features: list[TrainingSet] = []
 
-    def load_train() -> TrainingSet:
-        features, _ = extract(space, train_data.floats(), progress=o.progress, desc="training-set features")
-        return TrainingSet(train_data.name, train_data.floats(), features)
+    def load_train() -> TrainingSet:  # once, for every K
+        if not train_features:
+            features, _ = extract(space, train_data.floats(), progress=o.progress, desc="training-set features")
+            train_features.append(TrainingSet(train_data.name, train_data.floats(), features))
+        return train_features[0]
 
-    scoring = Scoring(real_f, fake_f, fake_p, used_labels, images, o, load_train if train_data is not None else None)
-    results: dict[str, Any] = {}
-    t2 = time.time()
-    for entry in entries:
-        started = time.time()
-        results.update(entry.run(scoring))
-        timings[entry.name] = time.time() - started
-    timings["metrics"] = time.time() - t2
-    if fake_p is not None:
-        classes = class_statistics(fake_p, None)
-        results["classes"] = classes
-    return {
-        "genzoo_version": __version__,
-        "source": source_name,
-        "refine": o.refine if isinstance(o.refine, str) or o.refine is None else getattr(o.refine, "name", str(o.refine)),
-        "apply": o.apply,
-        "refine_steps": o.refine_steps,
-        "refine_options": dict(o.refine_options or {}),
-        "n": len(images),
-        "seed": o.seed,
-        "reference": {"spec": o.ref, "n": ref_count, "drawn_with": f"fixed permutation, seed {REFERENCE_SEED}"},
-        "features": {"name": space.name, "sha256": space.sha256, "num_features": space.num_features},
-        "labels": "given" if used_labels is not None else None,
-        "metrics": results,
-        "seconds": {k: round(v, 2) for k, v in timings.items()},
-    }
+    reports = []
+    for k in o.applies():
+        t1 = time.time()
+        one = dataclasses.replace(o, apply=k)
+        images, used_labels, source_name = _images(source, model, refiner, one)
+        if tuple(images.shape[1:]) != tuple(ref_images.shape[1:]):
+            raise GenzooError(f"the images of {source_name} have shape {tuple(images.shape[1:])} but the reference "
+                              f"{o.ref} has {tuple(ref_images.shape[1:])}; evaluate against a reference of the same size")
+        timings = {"generate": time.time() - t1 + (setup_seconds if not reports else 0.0)}
+        t2 = time.time()
+        fake_f, fake_p = extract(space, images, progress=o.progress, desc="sample features")
+        timings["features"] = time.time() - t2 + (reference_seconds if not reports else 0.0)
+        scoring = Scoring(real_f, fake_f, fake_p, used_labels, images, one,
+                          load_train if train_data is not None else None)
+        results: dict[str, Any] = {}
+        t3 = time.time()
+        for entry in entries:
+            started = time.time()
+            results.update(entry.run(scoring))
+            timings[entry.name] = time.time() - started
+        timings["metrics"] = time.time() - t3
+        if fake_p is not None:
+            results["classes"] = class_statistics(fake_p, None)
+        reports.append({
+            "genzoo_version": __version__,
+            "source": source_name,
+            "refine": o.refine if isinstance(o.refine, str) or o.refine is None else getattr(o.refine, "name", str(o.refine)),
+            "apply": k,
+            "refine_steps": o.refine_steps,
+            "refine_options": dict(o.refine_options or {}),
+            "n": len(images),
+            "seed": o.seed,
+            "reference": {"spec": o.ref, "n": ref_count, "drawn_with": f"fixed permutation, seed {REFERENCE_SEED}"},
+            "features": {"name": space.name, "sha256": space.sha256, "num_features": space.num_features},
+            "labels": "given" if used_labels is not None else None,
+            "metrics": results,
+            "seconds": {key: round(value, 2) for key, value in timings.items()},
+        })
+    return reports[0] if isinstance(o.apply, int) else reports
 
 
 def _training_set(o: EvalOptions, dataset_name: str) -> ImageData:
@@ -178,7 +195,7 @@ def _training_set(o: EvalOptions, dataset_name: str) -> ImageData:
 def _source_model(source: Any, o: EvalOptions) -> Method | None:
     """The generator to sample from (None for tensors and npz:/folder: files), loaded before any work."""
     if isinstance(source, torch.Tensor) or (isinstance(source, str) and source.split(":", 1)[0] in ("npz", "folder")):
-        if o.refine is not None or o.apply != 1:
+        if o.refine is not None or o.applies() != (1,):
             raise ArgumentError("refine", f"{{arg}} and apply work on a model's samples, not on the images of {source}")
         return None
     return source if isinstance(source, Method) else load(source, device=o.device)

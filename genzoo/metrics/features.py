@@ -14,6 +14,7 @@ from torch import nn
 
 from ..errors import GenzooError
 from ..plugins import get_host
+from ..progress import progress_bar
 
 
 @dataclass
@@ -79,11 +80,9 @@ def _inception(device) -> FeatureSpace:
 def extract(space: FeatureSpace, images: torch.Tensor, *, batch_size: int = 500, progress: bool = False,
             desc: str = "features") -> tuple[torch.Tensor, torch.Tensor | None]:
     """Features (N, D) and, if the network classifies, class probabilities (N, C), on the CPU."""
-    from tqdm.auto import tqdm
-
     device = next(space.module.parameters(), torch.empty(0)).device
     feats, probs = [], []
-    for start in tqdm(range(0, len(images), batch_size), desc=desc, disable=not progress, leave=False):
+    for start in progress_bar(range(0, len(images), batch_size), progress, desc=desc, leave=False):
         batch = images[start:start + batch_size].to(device).float()
         f = space.module(batch)
         feats.append(f.float().cpu())

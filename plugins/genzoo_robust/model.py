@@ -194,7 +194,7 @@ class RobustRefiner(genzoo.Method):
         kicks = noise.randn(steps, *x.shape[1:], device=x.device) if langevin > 0 else None
         origin, current = x.detach(), x.detach()
         active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
-        for k in range(steps):
+        for k in self.track(range(steps), "refine steps"):
             current.requires_grad_(True)
             with torch.enable_grad():
                 logits = self.logits(current)
