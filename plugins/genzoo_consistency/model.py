@@ -1,0 +1,155 @@
+"""The consistency method: f(x, sigma) maps a noisy image at any noise level straight to its clean image.
+
+Trained from scratch by consistency training (no pretrained diffusion model, no EMA teacher): the
+outputs at two adjacent noise levels of one noised image are pulled together, the lower one held
+fixed. sample = f(sigma_max z) in one step, or the papers' multistep sampler; refine = noise an
+image to ``sigma`` and map it back in one step (SDEdit-like, with one network call).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated
+
+import torch
+
+import genzoo
+from genzoo.configs import NonNegative, Positive, UnitOpen
+
+from .schedule import curriculum, edm_scalings, karras_sigmas, lognormal_weights, pseudo_huber
+from .unet import UNet
+
+PAPER = """@inproceedings{song2023consistency,
+  title     = {Consistency Models},
+  author    = {Song, Yang and Dhariwal, Prafulla and Chen, Mark and Sutskever, Ilya},
+  booktitle = {International Conference on Machine Learning (ICML)},
+  year      = {2023}
+}
+@inproceedings{song2024improved,
+  title     = {Improved Techniques for Training Consistency Models},
+  author    = {Song, Yang and Dhariwal, Prafulla},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  year      = {2024}
+}"""
+
+
+@dataclass
+class ConsistencyConfig:
+    channels: Annotated[int, Positive] = 1
+    image_size: Annotated[int, Positive] = 28
+    width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
+    levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
+    blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
+    dropout: Annotated[float, NonNegative] = 0.1
+    sigma_min: Annotated[float, Positive] = 0.002
+    sigma_max: Annotated[float, Positive] = 80.0
+    sigma_data: Annotated[float, Positive] = 0.5
+    rho: Annotated[float, Positive] = 7.0
+    p_mean: float = -1.1  # lognormal sampling of the noise level: ln sigma ~ N(p_mean, p_std^2)
+    p_std: Annotated[float, Positive] = 2.0
+    s0: Annotated[int, Positive] = 10  # the curriculum's first and largest discretisation (N - 1)
+    s1: Annotated[int, Positive] = 1280
+    curriculum_steps: Annotated[int, Positive] | None = None  # K of the curriculum; None: the run's --steps
+    huber_c: Annotated[float, Positive] | None = None  # None: 0.00054 sqrt(C H W), as in the improved paper
+    mid_sigma: Annotated[float, Positive] = 0.821  # the second noise level of the two-step sampler
+    refine_sigma: Annotated[float, Positive] = 1.0  # the noise level refine adds before mapping back
+    lr: Annotated[float, Positive] = 1e-4
+    beta1: Annotated[float, UnitOpen] = 0.9
+    beta2: Annotated[float, UnitOpen] = 0.999
+    ema_decay: Annotated[float, UnitOpen] = 0.999
+    grad_clip: Annotated[float, Positive] | None = None
+
+    def __post_init__(self) -> None:
+        if self.image_size % 2 ** (self.levels - 1):
+            raise ValueError(f"image_size {self.image_size} must be divisible by 2^(levels - 1) = {2 ** (self.levels - 1)}")
+        if self.width % 4:
+            raise ValueError(f"width must be a multiple of 4, got {self.width}")
+        if not self.sigma_min < self.mid_sigma < self.sigma_max:
+            raise ValueError(f"mid_sigma must lie between sigma_min and sigma_max, got {self.mid_sigma}")
+        if self.s1 < self.s0:
+            raise ValueError(f"s1 must be >= s0, got s0={self.s0}, s1={self.s1}")
+
+
+class Consistency(genzoo.Method):
+    name = "consistency"
+    summary = "Consistency model trained from scratch (consistency training): one network call per sample"
+    Config = ConsistencyConfig
+    capabilities = frozenset({"fit", "sample", "refine"})
+    default_model = None  # no pretrained model yet
+    paper = PAPER
+    sample_options = {"steps": int}
+    refine_options = {"sigma": float}
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        c = self.config
+        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout)
+
+    def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        """f(x, sigma) = c_skip x + c_out F(c_in x, c_noise), images in [-1, 1] space; sigma per image."""
+        c = self.config
+        c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, c.sigma_data, c.sigma_min))
+        c_noise = 250 * sigma.log()  # 1000 * ln(sigma) / 4, the EDM noise input on a timestep-like scale
+        return c_skip * x + c_out * self.net(c_in * x, c_noise).to(x.dtype)
+
+    def sample_sigmas(self, steps: int) -> list[float]:
+        """sigma_max, then (for more steps) mid_sigma and levels on the rho-schedule between it and sigma_min."""
+        c = self.config
+        if steps < 1:
+            raise genzoo.GenzooError(f"consistency sample: steps must be >= 1, got {steps}")
+        lower = karras_sigmas(steps + 1, c.sigma_min, c.mid_sigma, c.rho).flip(0)[:-1] if steps > 1 else []
+        return [c.sigma_max, *[float(s) for s in lower[:steps - 1]]]
+
+    # -- verbs -------------------------------------------------------------------------------
+
+    def sample_batch(self, noise, labels, steps: int = 1):
+        c = self.config
+        sigmas = self.sample_sigmas(steps)
+        x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
+        images = self._at(x, sigmas[0]).clamp(-1, 1)
+        for j, sigma in enumerate(sigmas[1:], start=1):
+            z = noise.child(f"step{j}").randn(*self.image_shape, device=self.device)
+            images = self._at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
+        return (images + 1) / 2
+
+    def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
+        """``steps`` rounds (default 1), each: add noise of level ``sigma`` and map back in one step; 0: x."""
+        c = self.config
+        sigma = c.refine_sigma if sigma is None else float(sigma)
+        if not c.sigma_min < sigma <= c.sigma_max:
+            raise genzoo.GenzooError(f"consistency refine: sigma must lie in ({c.sigma_min}, {c.sigma_max}], got {sigma}")
+        rounds = 1 if steps is None else steps
+        if rounds == 0:
+            return x
+        images = x * 2 - 1
+        for r in range(rounds):
+            z = noise.child(f"round{r}").randn(*self.image_shape, device=self.device)
+            images = self._at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
+        return (images + 1) / 2
+
+    def _at(self, x: torch.Tensor, sigma: float) -> torch.Tensor:
+        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32))
+
+    # -- training ----------------------------------------------------------------------------
+
+    def training_step(self, batch):
+        c = self.config
+        x = batch["x"] * 2 - 1
+        total = c.curriculum_steps or self.fit_steps or 1
+        levels = curriculum(int(batch.get("step", 0)), total, c.s0, c.s1)
+        sigmas = karras_sigmas(levels, c.sigma_min, c.sigma_max, c.rho)
+        index = torch.multinomial(lognormal_weights(sigmas, c.p_mean, c.p_std), x.shape[0], replacement=True)
+        low, high = sigmas[index].float().to(x.device), sigmas[index + 1].float().to(x.device)
+        z = torch.randn_like(x)
+        with torch.no_grad():  # the teacher: the same network, its output held fixed
+            target = self.denoise(x + low.view(-1, 1, 1, 1) * z, low)
+        student = self.denoise(x + high.view(-1, 1, 1, 1) * z, high)
+        huber_c = c.huber_c if c.huber_c is not None else 0.00054 * math.sqrt(x[0].numel())
+        distance = pseudo_huber(student.float(), target.float(), huber_c)
+        loss = (distance / (high - low)).mean()
+        return {"loss": loss, "distance": distance.mean(), "levels": torch.tensor(float(levels))}
+
+    def configure_optimizers(self):
+        c = self.config
+        return torch.optim.Adam(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))

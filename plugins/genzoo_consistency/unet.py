@@ -1,0 +1,98 @@
+"""A small U-Net F(x, sigma) for consistency models: residual blocks with group norm, the noise level
+as a sinusoidal embedding that scales and shifts every block, skip connections between resolutions."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def noise_embedding(c_noise: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal features of the (scaled log) noise level, as transformers embed positions."""
+    half = dim // 2
+    frequencies = torch.exp(-math.log(10_000) * torch.arange(half, device=c_noise.device) / half)
+    angles = c_noise.float()[:, None] * frequencies[None]
+    return torch.cat([angles.cos(), angles.sin()], dim=1)
+
+
+def group_norm(channels: int) -> nn.GroupNorm:
+    return nn.GroupNorm(min(8, channels // 4), channels)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, c_in: int, c_out: int, emb_dim: int, dropout: float):
+        super().__init__()
+        self.norm1 = group_norm(c_in)
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, padding=1)
+        self.film = nn.Linear(emb_dim, 2 * c_out)
+        self.norm2 = group_norm(c_out)
+        self.dropout = nn.Dropout(dropout)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1)
+        self.skip = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
+
+    def forward(self, x: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        h = self.conv1(F.silu(self.norm1(x)))
+        scale, shift = self.film(emb)[:, :, None, None].chunk(2, dim=1)
+        h = self.norm2(h) * (1 + scale) + shift
+        h = self.conv2(self.dropout(F.silu(h)))
+        return self.skip(x) + h
+
+
+class UNet(nn.Module):
+    """``levels`` resolutions (each half the previous), ``width`` channels at the first and twice that below."""
+
+    def __init__(self, channels: int, width: int, levels: int, blocks: int, dropout: float):
+        super().__init__()
+        widths = [width] + [2 * width] * (levels - 1)
+        emb_dim = 4 * width
+        self.emb_dim = width
+        self.embed = nn.Sequential(nn.Linear(width, emb_dim), nn.SiLU(), nn.Linear(emb_dim, emb_dim))
+        self.stem = nn.Conv2d(channels, width, 3, padding=1)
+        self.down = nn.ModuleList()
+        self.downsample = nn.ModuleList()
+        skips = [width]
+        current = width
+        for level, w in enumerate(widths):
+            for _ in range(blocks):
+                self.down.append(ResBlock(current, w, emb_dim, dropout))
+                current = w
+                skips.append(current)
+            if level < levels - 1:
+                self.downsample.append(nn.Conv2d(current, current, 3, stride=2, padding=1))
+                skips.append(current)
+        self.middle = ResBlock(current, current, emb_dim, dropout)
+        self.up = nn.ModuleList()
+        for level, w in reversed(list(enumerate(widths))):
+            for _ in range(blocks + 1):
+                self.up.append(ResBlock(current + skips.pop(), w, emb_dim, dropout))
+                current = w
+        self.out_norm = group_norm(current)
+        self.out = nn.Conv2d(current, channels, 3, padding=1)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+        self.levels, self.blocks = levels, blocks
+
+    def forward(self, x: torch.Tensor, c_noise: torch.Tensor) -> torch.Tensor:
+        emb = self.embed(noise_embedding(c_noise, self.emb_dim))
+        h = self.stem(x)
+        saved = [h]
+        blocks = iter(self.down)
+        for level in range(self.levels):
+            for _ in range(self.blocks):
+                h = next(blocks)(h, emb)
+                saved.append(h)
+            if level < self.levels - 1:
+                h = self.downsample[level](h)
+                saved.append(h)
+        h = self.middle(h, emb)
+        blocks = iter(self.up)
+        for level in reversed(range(self.levels)):
+            for _ in range(self.blocks + 1):
+                skip = saved.pop()
+                if h.shape[-2:] != skip.shape[-2:]:
+                    h = F.interpolate(h, size=skip.shape[-2:], mode="nearest")
+                h = next(blocks)(torch.cat([h, skip], dim=1), emb)
+        return self.out(F.silu(self.out_norm(h)))

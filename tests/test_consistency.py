@@ -1,0 +1,113 @@
+"""Consistency models: the schedule's maths, the boundary condition, the sampler, refine's rounds, and
+that training pulls one-step samples onto the data."""
+
+import math
+
+import pytest
+import torch
+
+from genzoo.testing import parametrize_with_checks
+from genzoo_consistency import Consistency
+from genzoo_consistency.schedule import curriculum, edm_scalings, karras_sigmas, lognormal_weights, pseudo_huber
+
+TINY = {"width": 8, "levels": 2, "image_size": 8}
+
+
+@parametrize_with_checks([(Consistency, TINY)])
+def test_consistency_keeps_the_contract(method_cls, config, check):
+    check(method_cls, config)
+
+
+def test_karras_levels_run_from_sigma_min_to_sigma_max_evenly_in_sigma_to_the_one_over_rho():
+    sigmas = karras_sigmas(11, 0.002, 80.0, 7.0)
+    assert sigmas[0].item() == pytest.approx(0.002) and sigmas[-1].item() == pytest.approx(80.0)
+    roots = sigmas ** (1 / 7)
+    assert torch.allclose(roots.diff(), roots.diff().mean().expand(10), atol=1e-12)
+
+
+def test_the_curriculum_doubles_from_s0_to_s1_in_equal_stages():
+    total = 8000  # log2(1280 / 10) + 1 = 8 stages of 1,000 steps
+    assert [curriculum(k, total, 10, 1280) for k in (0, 999, 1000, 2000, 6999, 7000, 7999, 50_000)] == \
+        [11, 11, 21, 41, 641, 1281, 1281, 1281]
+
+
+def test_lognormal_weights_are_a_distribution_peaked_near_exp_p_mean():
+    sigmas = karras_sigmas(641, 0.002, 80.0, 7.0)
+    weights = lognormal_weights(sigmas, -1.1, 2.0)
+    assert weights.min() >= 0 and weights.sum().item() == pytest.approx(1.0)
+    mode = sigmas[weights.argmax()].item()
+    assert 0.05 < mode < 1.0  # the densest pairs sit around exp(-1.1) = 0.33 (a density per unit of sigma)
+    median_pair = sigmas[(weights.cumsum(0) >= 0.5).nonzero()[0]].item()
+    assert median_pair == pytest.approx(math.exp(-1.1), rel=0.05)
+
+
+def test_pseudo_huber_is_quadratic_near_zero_and_linear_far_away():
+    a = torch.zeros(1, 4)
+    c = 0.03
+    small = torch.full((1, 4), 1e-4)
+    assert pseudo_huber(small, a, c).item() == pytest.approx(small.square().sum().item() / (2 * c), rel=1e-3)
+    large = torch.full((1, 4), 10.0)
+    assert pseudo_huber(large, a, c).item() == pytest.approx(20.0 - c, rel=1e-4)
+
+
+def test_f_is_the_identity_at_sigma_min_whatever_the_network():
+    model = Consistency(TINY)
+    torch.nn.init.normal_(model.net.out.weight)  # a network whose output is far from zero
+    x = torch.randn(3, 1, 8, 8)
+    c_skip, c_out, _ = edm_scalings(torch.tensor(0.002), 0.5, 0.002)
+    assert c_skip.item() == 1.0 and c_out.item() == 0.0
+    assert torch.equal(model.denoise(x, torch.full((3,), 0.002)), x)
+    assert not torch.allclose(model.denoise(x, torch.full((3,), 1.0)), x, atol=1e-3)
+
+
+def test_the_two_step_sampler_visits_sigma_max_then_mid_sigma_and_seeds_each_image():
+    model = Consistency(TINY)
+    assert model.sample_sigmas(1) == [80.0]
+    assert model.sample_sigmas(2) == [80.0, pytest.approx(0.821)]
+    three = model.sample_sigmas(3)
+    assert three[1] == pytest.approx(0.821) and 0.002 < three[2] < 0.821
+    four = model.sample(4, seed=0, steps=2)
+    assert torch.allclose(model.sample(2, seed=0, steps=2), four[:2], atol=1e-6)
+    assert not torch.allclose(four, model.sample(4, seed=0, steps=1), atol=1e-4)
+    with pytest.raises(Exception, match="steps must be >= 1"):
+        model.sample(2, seed=0, steps=0)
+
+
+def test_refine_zero_rounds_is_the_identity_and_sigma_is_checked():
+    model = Consistency(TINY)
+    x = torch.rand(3, 1, 8, 8)
+    x[0, 0, 0, 0] = 1e-9  # (2x - 1 + 1) / 2 would round this away
+    assert torch.equal(model.refine(x, steps=0, seed=0), x)
+    one, two = model.refine(x, steps=1, seed=0), model.refine(x, steps=2, seed=0)
+    assert not torch.allclose(one, two, atol=1e-4)
+    assert not torch.allclose(model.refine(x, steps=1, seed=0, sigma=0.1), one, atol=1e-4)
+    with pytest.raises(Exception, match="sigma must lie in"):
+        model.refine(x, steps=1, sigma=100.0)
+
+
+def test_the_teacher_receives_no_gradient():
+    model = Consistency(TINY)
+    calls = []
+    handle = model.net.register_forward_hook(lambda mod, inp, out: calls.append(out.requires_grad))
+    out = model.training_step({"x": torch.rand(4, 1, 8, 8), "y": None, "size": 4, "step": 0})
+    handle.remove()
+    assert calls == [False, True]  # the teacher's pass under no_grad, then the student's
+    assert out["loss"].requires_grad and out["levels"].item() == 11
+
+
+def test_training_pulls_one_step_samples_onto_a_single_image():
+    """On data that is one image, f(sigma_max z) must move from grey towards that image."""
+    torch.manual_seed(0)
+    model = Consistency({**TINY, "dropout": 0.0, "lr": 2e-3, "s0": 4, "s1": 4, "ema_decay": 0.5})
+    target = torch.zeros(1, 1, 8, 8)
+    target[..., :4] = 1
+    before = (model.sample(16, seed=0) - target).abs().mean().item()
+    optimizer = model.configure_optimizers()
+    for step in range(150):
+        loss = model.training_step({"x": target.expand(32, 1, 8, 8), "y": None, "size": 32, "step": step})["loss"]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    after = (model.sample(16, seed=0) - target).abs().mean().item()
+    assert before == pytest.approx(0.5, abs=0.01)
+    assert after < 0.25
