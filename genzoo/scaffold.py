@@ -7,6 +7,7 @@ ready to fill in, and tests that run genzoo's contract checks).
 
 from __future__ import annotations
 
+import keyword
 import re
 from pathlib import Path
 
@@ -21,7 +22,7 @@ build-backend = "hatchling.build"
 [project]
 name = "genzoo-{name}"
 version = "0.1.0"
-description = "{title}: a genzoo plugin"
+description = "The {name} method for genzoo"
 readme = "README.md"
 requires-python = ">=3.10"
 dependencies = ["genzoo"]
@@ -33,6 +34,12 @@ test = ["pytest>=7"]
 [project.entry-points.genzoo]
 {name} = "{package}"
 
+[tool.hatch.build]
+# `pip install -e .` puts this folder on sys.path through a .pth file, so the editable build needs
+# hatchling alone (without this line it also needs the `editables` package, which an offline
+# `pip install --no-build-isolation -e .` does not have).
+dev-mode-dirs = ["."]
+
 [tool.hatch.build.targets.wheel]
 packages = ["{package}"]
 # Bundled weights under {package}/weights/ ship inside the wheel; keep them out of .gitignore
@@ -42,7 +49,7 @@ packages = ["{package}"]
 testpaths = ["tests"]
 '''
 
-INIT = '''"""genzoo plugin: {title}."""
+INIT = '''"""genzoo-{name}: the genzoo plugin that provides the {name} method."""
 
 import genzoo
 
@@ -68,7 +75,13 @@ def register_methods(register):
 #              command="genzoo fit {name} --dataset mnist --steps 300 --out runs/{name}")
 '''
 
-MODEL = '''"""{title}: independent Gaussian pixels with the training data's per-pixel mean and spread."""
+MODEL = '''"""The {name} method.
+
+`genzoo new-plugin` wrote this file as a complete, working placeholder: independent Gaussian pixels
+with the training data's per-pixel mean and spread. Replace this docstring, `summary` and the code
+with your method (the paper, and its equations where the code implements them); keep the hooks
+genzoo calls: sample_batch, refine_batch, training_step and configure_optimizers.
+"""
 
 from dataclasses import dataclass
 from typing import Annotated
@@ -91,7 +104,7 @@ class {cls}Config:
 
 class {cls}(genzoo.Method):
     name = "{name}"
-    summary = "independent Gaussian pixels with the data's per-pixel mean and std"
+    summary = "placeholder: independent Gaussian pixels with the data's per-pixel mean and std"
     Config = {cls}Config
     capabilities = frozenset({{"fit", "sample", "refine"}})
     sample_options = {{"temperature": float}}  # genzoo sample {name} --opt temperature=0.5
@@ -108,7 +121,8 @@ class {cls}(genzoo.Method):
         return self.mean + temperature * self.log_std.exp() * eps  # the base class clamps to [0, 1]
 
     def refine_batch(self, x, labels, noise, steps):
-        # Pull each pixel part of the way towards the mean, once per step (default one step).
+        # Pull each pixel part of the way towards the mean, once per step (default one step;
+        # steps=0 returns x unchanged, as genzoo's contract requires).
         for _ in range(1 if steps is None else steps):
             x = 0.5 * (x + self.mean)
         return x
@@ -123,7 +137,7 @@ class {cls}(genzoo.Method):
         return torch.optim.Adam(self.parameters(), lr=self.config.lr)
 '''
 
-TESTS = '''"""{title}: genzoo's contract checks, and the command line the way a user calls it."""
+TESTS = '''"""genzoo-{name}: genzoo's contract checks, and the command line the way a user calls it."""
 
 from click.testing import CliRunner
 
@@ -167,9 +181,9 @@ def test_fit_then_sample_through_the_cli(tmp_path):
 
 README = '''# genzoo-{name}
 
-{title}: a [genzoo](https://github.com/) plugin, made with `genzoo new-plugin {name}`.
+The {name} method for genzoo, as a plugin; the project was started with `genzoo new-plugin {name}`.
 
-    pip install -e ".[test]"
+    pip install -e ".[test]"                 # offline, with hatchling installed: add --no-build-isolation
     pytest                                   # genzoo's contract checks and a CLI round trip
     genzoo plugins                           # {name} [ok] ...
     genzoo fit {name} --dataset mnist --data-root DATA --steps 300 --batch-size 256 --out runs/{name}
@@ -192,15 +206,31 @@ def check_name(name: str) -> str:
     return name
 
 
-def new_plugin(name: str, directory: str | Path | None = None) -> Path:
-    """Write the ``genzoo-NAME`` project into ``directory`` (default ``./genzoo-NAME``), which must not exist."""
+def class_name_for(name: str) -> str:
+    """The method class a plugin NAME gets by default: its words capitalised (``flow-matching`` -> ``FlowMatching``)."""
+    return "".join(part.capitalize() for part in re.split(r"[-_]", name))
+
+
+def check_class_name(cls: str) -> str:
+    if not (cls.isidentifier() and cls[:1].isupper() and not keyword.iskeyword(cls)):
+        raise GenzooError(f"class name {cls!r} is not usable: give a Python class name starting with a capital "
+                          f"letter (e.g. 'VAE' or 'FlowMatching')")
+    return cls
+
+
+def new_plugin(name: str, directory: str | Path | None = None, *, class_name: str | None = None) -> Path:
+    """Write the ``genzoo-NAME`` project into ``directory`` (default ``./genzoo-NAME``), which must not exist.
+
+    The method class is ``class_name`` (default: NAME's words capitalised, e.g. ``Vae``; pass ``VAE``
+    for an acronym); its Config dataclass is that name + ``Config``.
+    """
     name = check_name(name)
+    cls = check_class_name(class_name) if class_name is not None else class_name_for(name)
     root = Path(directory) if directory is not None else Path(f"genzoo-{name}")
     if root.exists():
         raise GenzooError(f"{root} already exists; choose a new folder (genzoo new-plugin {name} DIR) or remove it")
     package = "genzoo_" + name.replace("-", "_")
-    cls = "".join(part.capitalize() for part in re.split(r"[-_]", name))
-    fields = {"name": name, "package": package, "cls": cls, "title": f"{cls} (genzoo-{name})"}
+    fields = {"name": name, "package": package, "cls": cls}
     files = {
         "pyproject.toml": PYPROJECT, "README.md": README, f"{package}/__init__.py": INIT,
         f"{package}/model.py": MODEL, f"tests/test_{package.removeprefix('genzoo_')}.py": TESTS,

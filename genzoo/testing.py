@@ -13,15 +13,18 @@ From a plugin's own tests::
         check(method_cls, config)
 
 Every check builds a tiny instance from ``config`` (a dict of Config fields; None = the defaults)
-and fails with an AssertionError that starts with the rule's name. Images are compared up to
-``TOLERANCE`` (1e-5): oneDNN picks different kernels for different batch sizes, so "the same
-image" means equal to float rounding (about 1e-6 measured), not bit for bit.
+and fails with an AssertionError that starts with the rule's name and says by how much, against
+what. Images are compared up to ``TOLERANCE`` (1e-5): oneDNN picks different kernels for different
+batch sizes, so "the same image" means equal to float rounding (about 1e-6 measured), not bit for
+bit. A method whose sampler amplifies that rounding (many steps, each feeding the next) declares a
+larger ``image_tolerance`` of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -36,10 +39,12 @@ from .datasets import ImageData
 from .errors import GenzooError, UnsupportedVerb
 from .method import VERBS, Method
 from .plugins import MethodRecord, get_host
+from .seeding import Noise
 from .train import fit, split_optimizers
 from .weights import load_model_dir, save_pretrained
 
 TOLERANCE = 1e-5  # largest absolute difference allowed between two computations of one image
+NOISE_DRAWS = ("randn", "rand", "generators")  # how a hook draws from its Noise
 Check = Callable[[type, "dict[str, Any] | None"], None]
 
 
@@ -59,10 +64,56 @@ def _fail(rule: str, message: str) -> None:
     raise AssertionError(f"{rule}: {message}")
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+def tolerance_for(cls: type) -> float:
+    """The largest pixel difference the checks accept between two computations of one image: the
+    method's ``image_tolerance`` when it declares one, else :data:`TOLERANCE`."""
+    declared = getattr(cls, "image_tolerance", None)
+    return TOLERANCE if declared is None else float(declared)
+
+
+def _difference(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest absolute difference of two image tensors (infinite when their shapes differ)."""
     if a.shape != b.shape:
-        return False
-    return a.numel() == 0 or bool((a - b).abs().max() <= TOLERANCE)
+        return math.inf
+    return 0.0 if a.numel() == 0 else float((a - b).abs().max())
+
+
+def _require_close(rule: str, cls: type, a: torch.Tensor, b: torch.Tensor, what: str, hint: str = "") -> None:
+    """Fail ``rule`` with ``what``, the largest difference and the tolerance, unless a and b agree."""
+    tolerance, difference = tolerance_for(cls), _difference(a, b)
+    if difference <= tolerance:
+        return
+    if math.isinf(difference):
+        _fail(rule, f"{what} (shapes {tuple(a.shape)} and {tuple(b.shape)}){hint}")
+    if not hint and difference <= 100 * tolerance:
+        hint = ("; if that is float rounding amplified by a sampler of many steps, declare a larger "
+                "image_tolerance on the method (docs/plugins.md, Methods with many-step samplers)")
+    _fail(rule, f"{what} (largest difference {difference:.3g}, tolerance {tolerance:.3g}){hint}")
+
+
+class _NoiseDraws:
+    """Counts a hook's draws from its ``noise`` argument (Noise.randn, .rand, .generators)."""
+
+    def __init__(self):
+        self.count = 0
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator["_NoiseDraws"]:
+        originals = {name: getattr(Noise, name) for name in NOISE_DRAWS}
+
+        def counted(original):
+            def draw(noise, *args, **kwargs):
+                self.count += 1
+                return original(noise, *args, **kwargs)
+            return draw
+
+        try:
+            for name, original in originals.items():
+                setattr(Noise, name, counted(original))
+            yield self
+        finally:
+            for name, original in originals.items():
+                setattr(Noise, name, original)
 
 
 def _synthetic_images(model: Method, n: int, seed: int = 0) -> torch.Tensor:
@@ -104,6 +155,9 @@ def check_declaration(cls: type, config: dict[str, Any] | None) -> None:
     for field in dataclasses.fields(config_obj):
         if field.type is None:
             _fail(rule, f"Config field {field.name!r} has no type")
+    declared = getattr(cls, "image_tolerance", None)
+    if declared is not None and not (isinstance(declared, (int, float)) and 0 < declared < 1):
+        _fail(rule, f"image_tolerance must be a number in (0, 1), the largest pixel difference accepted; got {declared!r}")
     model = _build(cls, config)
     if "sample" in cls.capabilities or "refine" in cls.capabilities:
         try:
@@ -142,26 +196,35 @@ def check_sample_images(cls: type, config: dict[str, Any] | None) -> None:
     if images.device.type != "cpu":
         _fail(rule, f"sample returned images on {images.device}, not the CPU")
     if not torch.isfinite(images).all():
-        _fail(rule, "sample returned NaN or infinite pixels")
+        _fail(rule, f"sample returned {int((~torch.isfinite(images)).sum())} NaN or infinite pixels")
     if images.min() < 0 or images.max() > 1:
-        _fail(rule, "sample returned pixels outside [0, 1]")
+        _fail(rule, f"sample returned pixels outside [0, 1] (from {float(images.min()):.4g} to {float(images.max()):.4g})")
     if model.sample(0, seed=0).shape[0] != 0:
         _fail(rule, "sample(0) did not return an empty batch")
 
 
 def check_per_image_seeding(cls: type, config: dict[str, Any] | None) -> None:
-    """Image i depends only on (seed, i): not on n, the batch size or ``start``."""
+    """Image i depends only on (seed, i): not on n, the batch size, ``start`` or torch's global RNG."""
     rule = "check_per_image_seeding"
     model = _build(cls, config)
-    whole = model.sample(5, seed=7, batch_size=5)
-    if not _close(model.sample(2, seed=7, batch_size=2), whole[:2]):
-        _fail(rule, "the first 2 images of sample(5, seed=7) differ from sample(2, seed=7)")
-    if not _close(model.sample(5, seed=7, batch_size=2), whole):
-        _fail(rule, "sample(5, seed=7) differs between batch_size=2 and batch_size=5: an image depends on its batch")
-    if not _close(model.sample(2, seed=7, start=3), whole[3:]):
-        _fail(rule, "sample(2, seed=7, start=3) differs from images 3 and 4 of sample(5, seed=7)")
-    if not _close(model.sample(5, seed=7, batch_size=5), whole):
-        _fail(rule, "sample(5, seed=7) is not reproducible: two calls gave different images")
+    with _NoiseDraws().watching() as draws:
+        whole = model.sample(5, seed=7, batch_size=5)
+    hint = "" if draws.count else (
+        "; sample_batch drew nothing from its `noise` argument: the starting noise must come from it "
+        "(noise.randn(...), noise.rand(...) or noise.generators()), not from torch.randn or a generator of your own")
+    torch.manual_seed(1)
+    first = model.sample(2, seed=7, batch_size=2)
+    torch.manual_seed(2)
+    _require_close(rule, cls, model.sample(2, seed=7, batch_size=2), first,
+                   "sample(2, seed=7) changes with torch's global RNG (torch.manual_seed before the call)", hint)
+    _require_close(rule, cls, first, whole[:2], "the first 2 images of sample(5, seed=7) differ from sample(2, seed=7)",
+                   hint)
+    _require_close(rule, cls, model.sample(5, seed=7, batch_size=2), whole,
+                   "sample(5, seed=7) differs between batch_size=2 and batch_size=5: an image depends on its batch", hint)
+    _require_close(rule, cls, model.sample(2, seed=7, start=3), whole[3:],
+                   "sample(2, seed=7, start=3) differs from images 3 and 4 of sample(5, seed=7)", hint)
+    _require_close(rule, cls, model.sample(5, seed=7, batch_size=5), whole,
+                   "sample(5, seed=7) is not reproducible: two calls gave different images", hint)
 
 
 def check_labels(cls: type, config: dict[str, Any] | None) -> None:
@@ -206,12 +269,22 @@ def check_refine_images(cls: type, config: dict[str, Any] | None) -> None:
     if tuple(out.shape) != tuple(x.shape) or out.dtype != torch.float32:
         _fail(rule, f"refine of {tuple(x.shape)} returned {tuple(out.shape)} {out.dtype}")
     if not torch.isfinite(out).all() or out.min() < 0 or out.max() > 1:
-        _fail(rule, "refine returned pixels that are not finite or outside [0, 1]")
-    if not _close(model.refine(x, seed=0, batch_size=3), out):
-        _fail(rule, "refine's result depends on the batch size")
+        _fail(rule, f"refine returned pixels that are not finite or outside [0, 1] (from {float(out.min()):.4g} to "
+                    f"{float(out.max()):.4g})")
+    _require_close(rule, cls, model.refine(x, seed=0, batch_size=3), out,
+                   "refine's result depends on the batch size (batch_size=3 against 2)")
     c, h, w = model.image_shape
     with _expect_error(rule, "refine accepted images of the wrong shape"):
         model.refine(torch.rand(1, c, h + 1, w))
+
+
+def check_refine_zero_steps(cls: type, config: dict[str, Any] | None) -> None:
+    """refine(x, steps=0) returns x unchanged: zero steps of refinement is no refinement."""
+    rule = "check_refine_zero_steps"
+    model = _build(cls, config)
+    x = _synthetic_images(model, 3)
+    _require_close(rule, cls, model.refine(x, steps=0, seed=0), x, "refine(x, steps=0) changed the images",
+                   "; steps=0 means no refinement: return x as it is")
 
 
 def check_save_load_round_trip(cls: type, config: dict[str, Any] | None) -> None:
@@ -226,12 +299,13 @@ def check_save_load_round_trip(cls: type, config: dict[str, Any] | None) -> None
             _fail(rule, f"the saved model does not load: {exc}")
     if type(loaded) is not cls:
         _fail(rule, f"loading gave a {type(loaded).__name__}, not a {cls.__name__}")
-    if "sample" in cls.capabilities and not _close(loaded.sample(3, seed=1), model.sample(3, seed=1)):
-        _fail(rule, "the loaded model samples different images")
+    if "sample" in cls.capabilities:
+        _require_close(rule, cls, loaded.sample(3, seed=1), model.sample(3, seed=1),
+                       "the loaded model samples other images than the saved one")
     if "refine" in cls.capabilities:
         x = _synthetic_images(model, 2)
-        if not _close(loaded.refine(x, seed=1), model.refine(x, seed=1)):
-            _fail(rule, "the loaded model refines differently")
+        _require_close(rule, cls, loaded.refine(x, seed=1), model.refine(x, seed=1),
+                       "the loaded model refines differently from the saved one")
 
 
 def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
@@ -292,16 +366,24 @@ def check_fit_resumes_exactly(cls: type, config: dict[str, Any] | None) -> None:
             _fail(rule, f"genzoo fit failed on synthetic data: {exc}")
         straight = load_file(str(tmp / "straight" / "model.safetensors"))
         resumed = load_file(str(tmp / "resumed" / "model.safetensors"))
-    if straight.keys() != resumed.keys() or not all(torch.equal(straight[k], resumed[k]) for k in straight):
-        _fail(rule, "a run resumed at step 2 of 4 ended with other weights than an uninterrupted run: some "
-                    "randomness or state is not in the checkpoint (use torch's global RNG, or buffers)")
+    if straight.keys() != resumed.keys():
+        _fail(rule, f"a run resumed at step 2 of 4 saved other tensors than an uninterrupted run: "
+                    f"{sorted(set(straight) ^ set(resumed))}")
+    differences = {k: float((straight[k].float() - resumed[k].float()).abs().max()) for k in straight
+                   if not torch.equal(straight[k], resumed[k])}
+    if differences:
+        worst = max(differences, key=differences.get)
+        _fail(rule, f"a run resumed at step 2 of 4 ended with other weights than an uninterrupted run ({len(differences)} "
+                    f"tensor(s) differ, most {worst!r} by {differences[worst]:.3g}; it must be 0: resume is exact): some "
+                    f"randomness or state is not in the checkpoint (use torch's global RNG, or buffers)")
 
 
 CHECKS: tuple[Check, ...] = (check_declaration, check_undeclared_verbs_refuse, check_sample_images,
                              check_per_image_seeding, check_labels, check_options, check_refine_images,
-                             check_save_load_round_trip, check_training_step, check_fit_resumes_exactly)
+                             check_refine_zero_steps, check_save_load_round_trip, check_training_step,
+                             check_fit_resumes_exactly)
 _NEEDS = {check_sample_images: "sample", check_per_image_seeding: "sample", check_refine_images: "refine",
-          check_training_step: "fit", check_fit_resumes_exactly: "fit"}
+          check_refine_zero_steps: "refine", check_training_step: "fit", check_fit_resumes_exactly: "fit"}
 
 
 def checks_for(cls: type) -> list[Check]:
@@ -374,4 +456,4 @@ def _expect_error(rule: str, message: str) -> Iterator[None]:
 
 
 __all__ = ["CHECKS", "ContractError", "TOLERANCE", "check_method", "checks_for", "parametrize_with_checks",
-           "registered", "synthetic_dataset"] + [c.__name__ for c in CHECKS]
+           "registered", "synthetic_dataset", "tolerance_for"] + [c.__name__ for c in CHECKS]

@@ -126,6 +126,7 @@ def test_fit_prints_its_precision_and_why(toy_site, toy_npz, tmp_path, native_cp
     import genzoo.train as train
     from genzoo.cli import cli
 
+    monkeypatch.setenv(prec.CACHE_ENV, str(tmp_path / "cache"))  # no verdict from an earlier test
     seconds = [1.7, 1.0]  # what the probe measures: fp32, then bf16
     monkeypatch.setattr(train, "timed", lambda work, calls=None: seconds.pop(0))
     args = ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "2", "--batch-size", "8", "--no-progress",

@@ -1,16 +1,20 @@
 import click
 
-from ..scaffold import new_plugin
+from ..scaffold import class_name_for, new_plugin
 
 
 @click.command("new-plugin")
 @click.argument("name")
 @click.argument("directory", required=False)
-def command(name: str, directory: str | None) -> None:
+@click.option("--class-name", default=None, metavar="CLASS",
+              help="The method's class (default: NAME's words capitalised, e.g. Vae; pass VAE for an acronym).")
+def command(name: str, directory: str | None, class_name: str | None) -> None:
     """Start a genzoo-NAME plugin project in DIRECTORY (default ./genzoo-NAME).
 
-    It holds a pyproject with the entry point, a package with a working method, tests that run
-    genzoo's contract checks, and a README; `pip install -e ".[test]" && pytest` passes as written.
+    It holds a pyproject with the entry point, a package with a working placeholder method, tests
+    that run genzoo's contract checks, and a README; `pip install -e ".[test]" && pytest` passes as
+    written.
     """
-    root = new_plugin(name, directory)
-    click.echo(f"wrote {root}: cd {root} && pip install -e \".[test]\" && pytest")
+    root = new_plugin(name, directory, class_name=class_name)
+    cls = class_name or class_name_for(name)
+    click.echo(f"wrote {root} (method {name!r}, class {cls}): cd {root} && pip install -e \".[test]\" && pytest")
