@@ -1,8 +1,12 @@
-"""Publishing a model on the Hub: one commit of config.json, model.safetensors, a model card and a sample grid."""
+"""Publishing a model on the Hub: one commit of config.json, model.safetensors, a model card and a sample grid.
+
+``stage_push`` writes those files to a folder and stops before the network (``genzoo push --dry-run``).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -43,15 +47,48 @@ def push_to_hub(
     config.json of a Method instance (directories keep theirs).
     """
     repo_id = check_repo_id(repo_id)
-    branch = revision or MAIN
-    if is_commit(branch):
-        raise GenzooError(f"--revision {branch} looks like a commit id; pushes go to a branch: name one (e.g. dev)")
+    branch = _check_branch(revision)
     if offline():
         raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
     with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
         folder = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
         return commit_folder(folder, repo_id, branch=branch, private=private, token=token,
                              message=message or f"Upload genzoo model ({_method_of(folder)})")
+
+
+def stage_push(
+    model: Any,
+    folder: str | os.PathLike,
+    *,
+    repo_id: str = "ORG/NAME",
+    revision: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> Path:
+    """Write the files :func:`push_to_hub` would commit into ``folder`` and upload nothing.
+
+    ``folder`` (new, or an empty folder) receives config.json, model.safetensors, the model card
+    README.md written for ``repo_id`` and ``revision``, and samples.png when the method can sample:
+    read the card before publishing, offline. Returns ``folder``.
+    """
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise GenzooError(f"--dry-run {folder}: that exists and is not an empty folder; name a new folder for the "
+                          f"files of the push")
+    repo_id = check_repo_id(repo_id)
+    _check_branch(revision)
+    with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
+        staged = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in sorted(staged.iterdir()):
+            shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def _check_branch(revision: str | None) -> str:
+    branch = revision or MAIN
+    if is_commit(branch):
+        raise GenzooError(f"--revision {branch} looks like a commit id; pushes go to a branch: name one (e.g. dev)")
+    return branch
 
 
 def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provenance: dict[str, Any] | None) -> Path:

@@ -21,6 +21,7 @@ import pytest
 import torch
 import yaml
 from click.testing import CliRunner
+from PIL import Image
 from safetensors.torch import load_file, save_file
 
 import genzoo
@@ -427,6 +428,31 @@ def test_push_refusals(hub, toy_model_dir, monkeypatch):
     with pytest.raises(genzoo.GenzooError, match="HF_HUB_OFFLINE is set, and pushing needs the network"):
         genzoo.push_to_hub(toy_model_dir, "org/x")
     assert "org/x" not in hub.hub.repos
+
+
+def test_push_dry_run_stages_the_commit_and_uploads_nothing(hub, toy_model_dir, tmp_path, monkeypatch):
+    from genzoo.cli import cli
+
+    offline(monkeypatch)  # staging needs no network
+    staged = tmp_path / "staged"
+    result = CliRunner().invoke(cli, ["push", str(toy_model_dir), "--repo-id", "org/dry", "--dry-run", str(staged)])
+    assert result.exit_code == 0, result.output
+    assert "for hf://org/dry in" in result.output and "nothing was uploaded" in result.output
+    assert sorted(p.name for p in staged.iterdir()) == ["README.md", "config.json", "model.safetensors", "samples.png"]
+    for name in ("config.json", "model.safetensors"):
+        assert (staged / name).read_bytes() == (toy_model_dir / name).read_bytes()
+    card = (staged / "README.md").read_text()
+    assert card.startswith("---\n") and "genzoo sample hf://org/dry" in card
+    with Image.open(staged / "samples.png") as grid:
+        assert grid.size[0] > 8
+    assert not hub.hub.repos and not hub.hub.log  # the Hub heard nothing
+    again = CliRunner().invoke(cli, ["push", str(toy_model_dir), "--dry-run", str(staged)])
+    assert again.exit_code == 1 and "is not an empty folder" in again.output
+    unnamed = CliRunner().invoke(cli, ["push", str(toy_model_dir), "--dry-run", str(tmp_path / "unnamed")])
+    assert unnamed.exit_code == 0 and "hf://ORG/NAME (pass --repo-id" in unnamed.output
+    assert "# ORG/NAME" in (tmp_path / "unnamed" / "README.md").read_text()
+    missing = CliRunner().invoke(cli, ["push", str(toy_model_dir)])
+    assert missing.exit_code == 2 and "Missing option '--repo-id'" in missing.output
 
 
 # -- the command line ---------------------------------------------------------------------------------------
