@@ -55,6 +55,7 @@ from .seeding import image_seed
 from .weights import WEIGHTS_FILE, load_model_dir, read_config, save_pretrained, sha256_file
 
 GRID_SEED = 0
+PROVENANCE_SEGMENT = ("steps", "precision", "hardware", "processes")  # of fit.json's segments (commands are listed apart)
 TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",), "mlflow": ("mlflow",),
             "comet_ml": ("comet_ml",), "aim": ("aim",), "clearml": ("clearml",), "dvclive": ("dvclive",)}
 
@@ -554,7 +555,7 @@ class Trainer:
             "training_seconds": round(elapsed, 1),
             "weights": "ema" if getattr(self.config, "ema_decay", 0) else "raw",
             "commands": self.commands or [o.command],
-            "segments": self._trained_segments(),
+            "segments": [{key: segment[key] for key in PROVENANCE_SEGMENT} for segment in self._trained_segments()],
         }
         model.prepare_export()
         save_pretrained(model, self.out, provenance=provenance)

@@ -344,7 +344,8 @@ def test_ctrl_c_saves_the_whole_step_and_resume_is_exact_whatever_auto_would_say
     assert [(s["steps"], s["precision"]) for s in fit_json["segments"]] == [([0, 5], "fp32"), ([5, 10], "fp32")]
     assert fit_json["precision"]["requested"] == "auto" and "0.5x" in fit_json["precision"]["reason"]
     provenance = json.loads((resumed / "config.json").read_text())["provenance"]
-    assert provenance["segments"] == fit_json["segments"] and provenance["precision"] == "fp32"
+    assert provenance["segments"] == [{k: s[k] for k in ("steps", "precision", "hardware", "processes")}
+                                      for s in fit_json["segments"]] and provenance["precision"] == "fp32"
 
 
 def test_a_second_ctrl_c_stops_at_once_without_saving_the_step(toy_site, toy_npz, tmp_path):
