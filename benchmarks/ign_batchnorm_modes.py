@@ -5,12 +5,11 @@
   pooled       one set of statistics pooled over everything training feeds f (x, z, f(z)): what
                running averages converge to, i.e. plain eval-mode batch norm
 
-    python benchmarks/ign_batchnorm_modes.py MODEL_DIR [-n 10000] [--data-root ../shared/data]
+    python benchmarks/ign_batchnorm_modes.py MODEL [-n 10000] [--data-root DATA] [--json OUT]
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 
@@ -18,35 +17,28 @@ import torch
 
 import genzoo
 from genzoo.datasets import fixed_permutation, load_dataset
-from genzoo.metrics.features import extract, feature_space
 from genzoo.metrics import class_statistics, fid
+from genzoo.metrics.features import extract, feature_space
 from genzoo_ign import batchnorm
+from harness import parser, write_json
 
 
 def pooled_copy(model, train_images: torch.Tensor) -> torch.nn.Module:
     """A copy whose 'noise' and 'image' statistics are one pool over x, z and f(z) inputs."""
     pooled = copy.deepcopy(model)
     net = pooled.net
-    bns = batchnorm.layers(net)
     g = torch.Generator().manual_seed(1)
-    for m in bns:
-        m._sums = [torch.zeros_like(m.weight, dtype=torch.float64), torch.zeros_like(m.weight, dtype=torch.float64),
-                   torch.zeros((), dtype=torch.float64)]
-    net.train()
-    with torch.no_grad():
+
+    def every_input() -> None:
         for start in range(0, 4096, 256):
             x = train_images[start:start + 256] * 2 - 1
-            z = pooled._to_noise(torch.randn(len(x), *pooled.image_shape, 2, generator=g))
+            z = pooled.noise_images(torch.randn(len(x), *pooled.image_shape, 2, generator=g))
             net(x)
-            fz = net(z)
-            net(fz)
-    for m in bns:
-        total, total_sq, n = m._sums
-        mean = total / n
-        for source in batchnorm.SOURCES:
-            getattr(m, f"{source}_mean").copy_(mean.float())
-            getattr(m, f"{source}_var").copy_((total_sq / n - mean.square()).clamp_min(0).float())
-        m._sums = None
+            net(net(z))
+
+    statistics = batchnorm.population_statistics(net, every_input)
+    for source in batchnorm.SOURCES:
+        batchnorm.set_statistics(net, source, statistics)
     return pooled.eval()
 
 
@@ -56,18 +48,17 @@ def batch_mode_samples(model, n: int, batch: int = 256) -> torch.Tensor:
     with torch.no_grad():
         for start in range(0, n, batch):
             noise = genzoo.Noise(0, start, min(n, start + batch))
-            z = model._to_noise(noise.randn(*model.image_shape, 2))
+            z = model.noise_images(noise.randn(*model.image_shape, 2))
             out.append(((model.net(z) + 1) / 2).clamp(0, 1))
     model.net.eval()
     return torch.cat(out)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model")
-    parser.add_argument("-n", type=int, default=10000)
-    parser.add_argument("--data-root", default="../shared/data")
-    args = parser.parse_args()
+    p = parser(__doc__, data=True)
+    p.add_argument("model")
+    p.add_argument("-n", type=int, default=10000)
+    args = p.parse_args()
     model = genzoo.load(args.model)
     if not batchnorm.layers(model.net):
         raise SystemExit(f"{args.model} has no batch norm (norm={model.config.norm})")
@@ -87,6 +78,7 @@ def main() -> None:
         rows[mode] = {"fid": round(fid(real_f, feats), 2), "entropy": stats["entropy"], "confidence": stats["confidence"]}
         print(mode, rows[mode], flush=True)
     print(json.dumps(rows))
+    write_json(args.json, rows)
 
 
 if __name__ == "__main__":

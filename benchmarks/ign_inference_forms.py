@@ -13,19 +13,15 @@ from 32x32 up.
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
-import time
 import warnings
-from pathlib import Path
 
 import torch
 
 import genzoo
 from genzoo.hardware import cpu_name
-from genzoo.seeding import Noise
 from genzoo_ign.inference import fold
+from harness import interleaved_seconds, parser, write_json
 
 
 def forms(model) -> dict[str, torch.nn.Module]:
@@ -33,42 +29,34 @@ def forms(model) -> dict[str, torch.nn.Module]:
             "channels_last": fold(model.net, "noise").to(memory_format=torch.channels_last),
             "compiled": torch.compile(fold(model.net, "noise"))}
     with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # TorchScript's deprecation notice
+        warnings.simplefilter("ignore")  # TorchScript's deprecation notice: TorchScript is one of the forms measured
         nets["torchscript"] = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(fold(model.net, "noise"))))
     return nets
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="ign-mnist,ign-cifar10,ign-celeba64")
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    p = parser(__doc__)
+    p.add_argument("--models", default="ign-mnist,ign-cifar10,ign-celeba64")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--batch", type=int, default=256)
+    args = p.parse_args()
     result: dict = {"cpu": cpu_name(), "torch": torch.__version__, "batch": args.batch, "rounds": args.rounds,
                     "precision": "fp32", "images_per_s": {}, "max_abs_difference": {}}
     for name in args.models.split(","):
         model = genzoo.load(name)
-        z = model._to_noise(Noise(0, 0, args.batch).randn(*model.image_shape, 2))
+        z = model.noise_images(genzoo.Noise(0, 0, args.batch).randn(*model.image_shape, 2))
         nets = forms(model)
-        times: dict[str, list[float]] = {k: [] for k in nets}
         with torch.no_grad():
             reference = nets["folded"](z)
-            result["max_abs_difference"][name] = {}
-            for key, net in nets.items():
-                for _ in range(2):  # warm-up (and torch.compile's compilation)
-                    out = net(z)
-                result["max_abs_difference"][name][key] = float((out - reference).abs().max())
-            for _ in range(args.rounds):
-                for key, net in nets.items():
-                    start = time.perf_counter()
-                    net(z)
-                    times[key].append(time.perf_counter() - start)
-        result["images_per_s"][name] = {k: args.batch / statistics.median(v) for k, v in times.items()}
-        print(name, {k: round(v) for k, v in result["images_per_s"][name].items()}, flush=True)
+            for _ in range(2):  # warm-up (and torch.compile's compilation)
+                outputs = {key: net(z) for key, net in nets.items()}
+            result["max_abs_difference"][name] = {key: float((out - reference).abs().max()) for key, out in outputs.items()}
+            seconds = interleaved_seconds({key: (lambda net=net: net(z)) for key, net in nets.items()}, args.rounds,
+                                          warmup=0)
+        result["images_per_s"][name] = {key: args.batch / t for key, t in seconds.items()}
+        print(name, {key: round(v) for key, v in result["images_per_s"][name].items()}, flush=True)
     print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """IGN as a projector: corrupted test digits before and after `refine` (f applied K times).
 
-    python benchmarks/ign_projection.py --model ign-mnist --data-root ../shared/data [-n 2000] \
+    python benchmarks/ign_projection.py --model ign-mnist --data-root DATA [-n 2000] \
         [--json docs/results/ign_projection.json] [--figure docs/results/ign_projection.png]
 
 Corruptions of MNIST test digits: additive Gaussian noise (sigma 0.3, clamped), an occluding
@@ -11,9 +11,7 @@ digit, before and after K = 1 and 2 applications of f.
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +20,7 @@ import genzoo
 from genzoo.datasets import fixed_permutation, load_dataset
 from genzoo.images import save_grid
 from genzoo.metrics.features import extract, feature_space
+from harness import parser, write_json
 
 
 def corruptions(x: torch.Tensor, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -43,13 +42,11 @@ def psnr(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="ign-mnist")
-    parser.add_argument("--data-root", default="../shared/data")
-    parser.add_argument("-n", type=int, default=2000)
-    parser.add_argument("--json", default=None)
-    parser.add_argument("--figure", default=None)
-    args = parser.parse_args()
+    p = parser(__doc__, data=True)
+    p.add_argument("--model", default="ign-mnist")
+    p.add_argument("-n", type=int, default=2000)
+    p.add_argument("--figure", default=None)
+    args = p.parse_args()
     model = genzoo.load(args.model)
     space = feature_space(dataset="mnist")
     test = load_dataset("mnist:test", args.data_root)
@@ -74,9 +71,7 @@ def main() -> None:
         print(name, json.dumps(row), flush=True)
     if args.figure:
         save_grid(torch.cat(figure), args.figure, nrow=8)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    write_json(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,10 @@ machine: another job on the cores halves some figures and not others.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import json
-import statistics
 import time
-from pathlib import Path
 from typing import Callable
 
 import torch
@@ -36,19 +33,11 @@ import genzoo
 from genzoo.hardware import cpu_name
 from genzoo.precision import autocast
 from genzoo_ign import batchnorm
+from genzoo_ign.inference import fold, fold_batchnorm
+from genzoo_ign.network import build_network
+from harness import interleaved_seconds, median_seconds, parser, write_json
 
 CPU = torch.device("cpu")
-
-
-def median_seconds(work: Callable[[], object], rounds: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        work()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def flops_of(work: Callable[[], object]) -> int:
@@ -107,23 +96,14 @@ def train_rate(model, batch: int, precision: str, rounds: int, **variant) -> tup
 
 def paired_train_rates(a, b, batch: int, precision: str, rounds: int) -> tuple[float, float]:
     """Images/s of training models ``a`` and ``b``, their steps timed alternately (the machine's drift hits both)."""
-    steps = [training_step(a, batch, precision), training_step(b, batch, precision)]
-    times: list[list[float]] = [[], []]
-    for step in steps * 2:  # warm-up
-        step()
-    for _ in range(rounds):
-        for i, step in enumerate(steps):
-            start = time.perf_counter()
-            step()
-            times[i].append(time.perf_counter() - start)
-    return batch / statistics.median(times[0]), batch / statistics.median(times[1])
+    seconds = interleaved_seconds({"a": training_step(a, batch, precision), "b": training_step(b, batch, precision)},
+                                  rounds, warmup=2)
+    return batch / seconds["a"], batch / seconds["b"]
 
 
 def plain_layers(model):
     """A copy of ``model`` whose bottleneck layers are plain nn.Conv2d / nn.ConvTranspose2d (not the matrix-product
     forms genzoo_ign.network uses): the same parameters, for the gain of those forms."""
-    from genzoo_ign.network import build_network
-
     c = model.config
     plain = copy.deepcopy(model)
     plain.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, dense_bottleneck=False)
@@ -141,11 +121,9 @@ def net_sample_rate(model, net: nn.Module, batch: int, precision: str, rounds: i
                     warmup: int = 2) -> float:
     """Images/s of model.sample's work (noise, the network, the output map) through ``net`` instead of
     the folded network sampling uses, for the gain of the folding and of the rewrites."""
-    from genzoo.seeding import Noise
-
     def work():
         with torch.inference_mode(), autocast(precision, CPU), context():
-            z = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
+            z = model.noise_images(genzoo.Noise(0, 0, batch).randn(*model.image_shape, 2))
             return ((net(z) + 1) / 2).clamp(0, 1)
 
     return batch / median_seconds(work, rounds, warmup)
@@ -159,15 +137,11 @@ def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> floa
 
 def unrewritten_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
     """Batch norm folded, transposed convolutions left as they are."""
-    from genzoo_ign.inference import fold
-
-    return net_sample_rate(model, fold(model.net, "noise", rewrite=False), batch, precision, rounds)
+    return net_sample_rate(model, fold_batchnorm(model.net, "noise"), batch, precision, rounds)
 
 
 def compiled_sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, float]:
     """(images/s, compile seconds) of the folded network compiled by torch.compile (inductor, default mode)."""
-    from genzoo_ign.inference import fold
-
     compiled = torch.compile(fold(model.net, "noise"))
     start = time.perf_counter()
     net_sample_rate(model, compiled, batch, precision, 1, warmup=0)
@@ -181,13 +155,11 @@ def layer_breakdown(model, batch: int, precision: str, rounds: int) -> dict:
     The sum of the layers' times is what the network would take if chaining them cost nothing; its
     FLOPs over that sum is the most a sampling pass can reach with these kernels (``ceiling_gflops``).
     """
-    from genzoo.seeding import Noise
-
-    net = model._inference_net("noise")
+    net = model.inference_net("noise")
     layers = [layer for stage in net for layer in stage if not isinstance(layer, nn.Identity)]
     rows, total_ms, total_flops = [], 0.0, 0
     with torch.inference_mode(), autocast(precision, CPU):
-        x = model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2))
+        x = model.noise_images(genzoo.Noise(0, 0, batch).randn(*model.image_shape, 2))
         if model.inference_channels_last:  # a 1-channel NCHW weight also passes is_contiguous(channels_last)
             x = x.contiguous(memory_format=torch.channels_last)
         for layer in layers:
@@ -198,7 +170,8 @@ def layer_breakdown(model, batch: int, precision: str, rounds: int) -> dict:
             total_ms += 1000 * seconds
             total_flops += flops
             x = layer(x)
-        noise_ms = 1000 * median_seconds(lambda: model._to_noise(Noise(0, 0, batch).randn(*model.image_shape, 2)), rounds)
+        noise_ms = 1000 * median_seconds(lambda: model.noise_images(genzoo.Noise(0, 0, batch).randn(*model.image_shape, 2)),
+                                         rounds)
     return {"layers": rows, "layers_ms": total_ms, "noise_ms": noise_ms,
             "ceiling_gflops": total_flops / (total_ms + noise_ms) * 1e-6,
             "ceiling_images_per_s": batch / (total_ms + noise_ms) * 1000}
@@ -229,16 +202,15 @@ def bare_rates(conv: nn.Module, x: torch.Tensor, precision: str, rounds: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="ign-mnist")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--precisions", default="fp32,bf16")
-    parser.add_argument("--compile", action="store_true",
-                        help="also time sampling through torch.compile (about a minute of compiling)")
-    parser.add_argument("--layers", action="store_true",
-                        help="also time each layer of the folded sampling network alone (the ceiling its kernels allow)")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    p = parser(__doc__)
+    p.add_argument("--model", default="ign-mnist")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--precisions", default="fp32,bf16")
+    p.add_argument("--compile", action="store_true",
+                   help="also time sampling through torch.compile (about a minute of compiling)")
+    p.add_argument("--layers", action="store_true",
+                   help="also time each layer of the folded sampling network alone (the ceiling its kernels allow)")
+    args = p.parse_args()
     model = genzoo.load(args.model)
     conv, conv_input = heaviest_conv(model.net, torch.rand(256, *model.image_shape))
     result: dict = {"model": args.model, "cpu": cpu_name(), "torch": torch.__version__, "rounds": args.rounds,
@@ -282,9 +254,7 @@ def main() -> None:
               f"{row['train_256_share_of_bare_conv']:.0%}); train b64 {row['train_64']['images_per_s']:.0f} img/s; "
               f"GEMM {row['bare']['gemm_2048']:.0f} GFLOP/s", flush=True)
     print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

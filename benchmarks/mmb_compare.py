@@ -1,7 +1,7 @@
 """MMB generators against the per-image reconstruction baseline and real digits, on the targets of issue 15.
 
     python benchmarks/mmb_compare.py --generators mmb-mnist,RUN_DIR,... --reconstruct RUN_DIR \
-        --classifier mmb-mnist-classifier --data-root ../shared/data [--json docs/results/mmb.json]
+        --classifier mmb-mnist-classifier --data-root DATA [--json docs/results/mmb.json]
 
 Each source gives 10,000 images, 1,000 per label (labels i mod 10, seed 0; the reconstruction's 500
 images repeat, 20 times each), scored in features-mnist against the MNIST test set:
@@ -25,14 +25,11 @@ Real test digits get the same diversity, novelty and corner figures, for scale; 
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import torch
 
 import genzoo
 from genzoo.datasets import load_dataset
+from harness import parser, write_json
 
 METRICS = "fid,precision,recall,accuracy,diversity,memorization"
 
@@ -57,17 +54,15 @@ def summary(report: dict, real_diversity: float | None) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--generators", default="mmb-mnist")
-    parser.add_argument("--reconstruct", default=None)
-    parser.add_argument("--classifier", default="mmb-mnist-classifier")
-    parser.add_argument("--data-root", default="../shared/data")
-    parser.add_argument("-n", type=int, default=10000)
-    parser.add_argument("--unseen", action="store_true",
-                        help="also measure novelty against 500 training digits the classifier did not see")
-    parser.add_argument("--noisy", default="", help="comma-separated noise sigmas for noisy real-digit novelty rows")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    p = parser(__doc__, data=True)
+    p.add_argument("--generators", default="mmb-mnist")
+    p.add_argument("--reconstruct", default=None)
+    p.add_argument("--classifier", default="mmb-mnist-classifier")
+    p.add_argument("-n", type=int, default=10000)
+    p.add_argument("--unseen", action="store_true",
+                   help="also measure novelty against 500 training digits the classifier did not see")
+    p.add_argument("--noisy", default="", help="comma-separated noise sigmas for noisy real-digit novelty rows")
+    args = p.parse_args()
 
     classifier = genzoo.load(args.classifier)
     train = load_dataset("mnist:train", args.data_root)
@@ -115,9 +110,7 @@ def main() -> None:
         worst = row.get("accuracy_per_label")
         extra = f"  worst label {min(range(10), key=lambda c: worst[c])} at {min(worst):.3f}" if worst else ""
         print(f"{name}: {text}{extra}", flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2, default=str) + "\n")
+    write_json(args.json, rows)
 
 
 if __name__ == "__main__":

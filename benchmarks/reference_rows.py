@@ -1,8 +1,8 @@
 """Reference rows for docs/results.md: what real and degraded images score in a dataset's own features.
 
-    python benchmarks/reference_rows.py --dataset mnist --data-root ../shared/data [--json docs/results/reference.json]
-    python benchmarks/reference_rows.py --dataset cifar10 --data-root ../shared/data --json docs/results/reference_cifar10.json
-    python benchmarks/reference_rows.py --dataset celeba64 --data-root ../shared/data --json docs/results/reference_celeba64.json
+    python benchmarks/reference_rows.py --dataset mnist --data-root DATA [--json docs/results/reference.json]
+    python benchmarks/reference_rows.py --dataset cifar10 --data-root DATA --json docs/results/reference_cifar10.json
+    python benchmarks/reference_rows.py --dataset celeba64 --data-root DATA --json docs/results/reference_celeba64.json
 
 Rows: real training images (a fixed random subset; all 4,000 training faces for celeba64) against
 the test split (the floor; for celeba64 the held-out faces 4,001-5,000), and the same images
@@ -14,10 +14,7 @@ on the test split (labels, or the rotation it was trained to predict) and the ti
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +23,8 @@ from torchvision.transforms.functional import gaussian_blur
 import genzoo
 from genzoo.datasets import fixed_permutation, load_dataset
 from genzoo.metrics.features import extract, feature_space
+from genzoo_features.model import rotate
+from harness import parser, write_json
 
 DATASETS = {
     "mnist": {"ref": "mnist:test", "train": "mnist:train", "n": 10000, "task": "digit labels"},
@@ -58,23 +57,19 @@ def feature_accuracy(space, test) -> float:
     if space.can_classify():
         _, probs = extract(space, images)
         return float((probs.argmax(1) == test.labels).double().mean())
-    from genzoo_features.model import _rotate
-
     classifier = space.module.classifier
     turns = torch.arange(len(images)) % 4
     with torch.no_grad():
-        logits = torch.cat([classifier.classify(_rotate(images[i:i + 500], turns[i:i + 500]))
+        logits = torch.cat([classifier.classify(rotate(images[i:i + 500], turns[i:i + 500]))
                             for i in range(0, len(images), 500)])
     return float((logits.argmax(1) == turns).double().mean())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="mnist", choices=sorted(DATASETS))
-    parser.add_argument("--data-root", default="../shared/data")
-    parser.add_argument("-n", type=int, default=None, help="Real images per row (default: the dataset's).")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    p = parser(__doc__, data=True)
+    p.add_argument("--dataset", default="mnist", choices=sorted(DATASETS))
+    p.add_argument("-n", type=int, default=None, help="Real images per row (default: the dataset's).")
+    args = p.parse_args()
     setting = DATASETS[args.dataset]
 
     test = load_dataset(setting["ref"], args.data_root)
@@ -103,9 +98,7 @@ def main() -> None:
     print(f"rows ranked in the expected order: {ordered}", flush=True)
     result = {"dataset": args.dataset, "feature_network": space.name, "feature_network_accuracy": accuracy,
               "accuracy_task": setting["task"], "ranked_in_order": ordered, "rows": rows}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

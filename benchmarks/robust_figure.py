@@ -9,21 +9,20 @@ mean L2 change and how many images change class under the refiner's own (debiase
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 
 import genzoo
 from genzoo.images import make_grid, save_png
+from harness import parser
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--generator", default="ign-mnist")
-    parser.add_argument("--refiner", default="robust-mnist")
-    parser.add_argument("-n", type=int, default=64)
-    parser.add_argument("-o", "--output", default="docs/results/robust_refine.png")
-    args = parser.parse_args()
+    p = parser(__doc__, output=False)
+    p.add_argument("--generator", default="ign-mnist")
+    p.add_argument("--refiner", default="robust-mnist")
+    p.add_argument("-n", type=int, default=64)
+    p.add_argument("-o", "--output", default="docs/results/robust_refine.png")
+    args = p.parse_args()
 
     samples = genzoo.load(args.generator).sample(args.n, seed=0)
     refiner = genzoo.load(args.refiner)

@@ -5,30 +5,59 @@
 For every ConvTranspose2d(k=4, s=2, p=1) of the IGN networks at 28x28 (ign-mnist), 32x32
 (ign-cifar10, width 64) and 64x64 (the CelebA configuration, width 32), the forward time at
 inference (torch.inference_mode) of the layer itself, its sub-pixel form (3x3 conv to 4C + pixel
-shuffle), its phase form (2x2 conv to 4C + interleave; genzoo_ign.inference) and its GEMM form
+shuffle; genzoo_ign.inference), its phase form (2x2 conv to 4C + interleave) and its GEMM form
 (one matrix product to the 16 taps of every input pixel + 16 strided overlap-adds, channels-last
-inside; defined here, since genzoo does not use it), median of ``--rounds``, interleaved so that
-a change in the machine's load hits every form alike. This is
-what decides which layers ``fold(..., rewrite=True)`` rewrites. Run it on an idle machine.
+inside); the last two are defined here, since genzoo does not use them. Median of ``--rounds``,
+interleaved so that a change in the machine's load hits every form alike. This is what decides
+which layers ``genzoo_ign.inference.fold`` rewrites. Run it on an idle machine.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import time
-from pathlib import Path
-
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from genzoo.hardware import cpu_name
 from genzoo.precision import autocast
-from genzoo_ign.inference import PhaseTransposedConv, SubpixelTransposedConv
+from genzoo_ign.inference import SubpixelTransposedConv, phase_kernels
 from genzoo_ign.network import build_network
+from harness import interleaved_seconds, parser, write_json
 
 NETWORKS = {"ign-mnist": (1, 28, 128, 64), "ign-cifar10": (3, 32, 128, 64), "ign-celeba64": (3, 64, 256, 32)}
+
+
+class PhaseTransposedConv(nn.Module):
+    """ConvTranspose2d(k=4, s=2, p=1) as one 2x2 convolution to 4 C channels + an interleave, the same function.
+
+    Each output phase (r, s) (row parity r, column parity s) sees a 2x2 window of the input: rows
+    a - 1, a (kernel rows 3, 1) for r = 0 and a, a + 1 (rows 2, 0) for r = 1; columns likewise. On the
+    input padded by 1, one 2x2 convolution computes all four phases at (H + 1) x (W + 1) positions;
+    phase (r, s) is its window starting at (r, s). Its FLOPs are the transposed convolution's times
+    (H + 1)(W + 1) / (H W), against 9/4 for the sub-pixel 3x3 form, which is why this form is the
+    candidate for wide layers.
+    """
+
+    TAP = ((3, 1), (2, 0))
+
+    def __init__(self, layer: nn.ConvTranspose2d):
+        super().__init__()
+        weight = layer.weight.detach()
+        c_in, c_out = weight.shape[:2]
+        self.c_out = c_out
+        self.register_buffer("kernel", phase_kernels(weight, self.TAP).reshape(4 * c_out, c_in, 2, 2))
+        bias = layer.bias.detach() if layer.bias is not None else weight.new_zeros(c_out)
+        self.register_buffer("phase_bias", bias.repeat(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, _, h, w = x.shape
+        phases = F.conv2d(F.pad(x, (1, 1, 1, 1)), self.kernel.to(x.dtype), self.phase_bias.to(x.dtype))
+        phases = phases.view(n, 2, 2, self.c_out, h + 1, w + 1)
+        out = x.new_empty(n, self.c_out, h, 2, w, 2)
+        for r in range(2):
+            for s in range(2):
+                out[:, :, :, r, :, s] = phases[:, r, s, :, r:r + h, s:s + w]
+        return out.view(n, self.c_out, 2 * h, 2 * w)
 
 
 class GemmTransposedConv(nn.Module):
@@ -71,41 +100,32 @@ def layers_with_inputs(channels: int, size: int, bottleneck: int, width: int, ba
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
-    parser.add_argument("--json")
-    args = parser.parse_args()
+    p = parser(__doc__)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    args = p.parse_args()
     device = torch.device("cpu")
     rows = []
     for name, shape in NETWORKS.items():
         for layer, x in layers_with_inputs(*shape, batch=args.batch):
             forms = {"transposed": layer, "subpixel": SubpixelTransposedConv(layer), "phase": PhaseTransposedConv(layer),
                      "gemm": GemmTransposedConv(layer)}
-            times: dict[str, list[float]] = {form: [] for form in forms}
             with torch.inference_mode(), autocast(args.precision, device):
                 reference = layer(x).float()
                 for form, module in forms.items():
                     error = (module(x).float() - reference).abs().max().item()
                     assert error < (1e-4 if args.precision == "fp32" else 5e-2), f"{form} differs by {error}"
-                    module(x)  # warm-up
-                for _ in range(args.rounds):
-                    for form, module in forms.items():
-                        start = time.perf_counter()
-                        module(x)
-                        times[form].append(time.perf_counter() - start)
-            ms = {form: round(1000 * statistics.median(t), 2) for form, t in times.items()}
+                seconds = interleaved_seconds({form: (lambda m=module: m(x)) for form, module in forms.items()},
+                                              args.rounds)
+            ms = {form: round(1000 * t, 2) for form, t in seconds.items()}
             row = {"network": name, "layer": f"{layer.in_channels}->{layer.out_channels} at {x.shape[-1]}x{x.shape[-1]}",
                    "ms": ms, "fastest": min(ms, key=ms.get)}
             rows.append(row)
             print(f"{name:13s} {row['layer']:20s} " + "  ".join(f"{f} {v:7.2f} ms" for f, v in ms.items())
                   + f"  -> {row['fastest']}", flush=True)
-    report = {"cpu": cpu_name(), "threads": torch.get_num_threads(), "batch": args.batch,
-              "precision": args.precision, "rounds": args.rounds, "rows": rows}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.json, {"cpu": cpu_name(), "threads": torch.get_num_threads(), "batch": args.batch,
+                           "precision": args.precision, "rounds": args.rounds, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ def test_the_resize_decoder_upsamples_without_transposed_convs_and_folds_exactly
         with batchnorm.source(model.net, "noise"):
             unfolded = model.net(z)
         assert unfolded.shape == z.shape
-        assert (model._inference_net("noise")(z) - unfolded).abs().max() < 1e-5
+        assert (model.inference_net("noise")(z) - unfolded).abs().max() < 1e-5
 
 
 def _train_on(images, steps, **config):
@@ -284,7 +284,7 @@ def test_folded_batch_norm_gives_the_unfolded_networks_images(name):
 
     model = genzoo.load(name)
     with torch.no_grad():
-        z = model._to_noise(Noise(0, 0, 32).randn(*model.image_shape, 2))
+        z = model.noise_images(Noise(0, 0, 32).randn(*model.image_shape, 2))
         with batchnorm.source(model.net, "noise"):
             unfolded = ((model.net(z) + 1) / 2).clamp(0, 1)
         sampled = model.sample(32, seed=0)
@@ -292,27 +292,26 @@ def test_folded_batch_norm_gives_the_unfolded_networks_images(name):
         with batchnorm.source(model.net, "image"):
             refined_unfolded = ((model.net(sampled * 2 - 1) + 1) / 2).clamp(0, 1)
     assert (model.refine(sampled) - refined_unfolded).abs().max() < 1e-4
-    folded = model._inference_net("noise")
+    folded = model.inference_net("noise")
     assert not any(isinstance(m, batchnorm.SourceBatchNorm2d) for m in folded.modules())
     wide = next(m for m in folded.modules() if isinstance(m, torch.nn.Conv2d) and m.in_channels > 1)
     assert wide.weight.is_contiguous(memory_format=torch.channels_last) == (model.image_shape[-1] >= 32)
     with torch.no_grad():  # a change of the weights (training, loading, calibration) rebuilds the folded copy
         next(p for p in model.net.parameters() if p.dim() == 4).mul_(0.5)
-    assert model._inference_net("noise") is not folded
+    assert model.inference_net("noise") is not folded
     assert not torch.allclose(model.sample(4, seed=0), sampled[:4])
 
 
-@pytest.mark.parametrize("form", ["SubpixelTransposedConv", "PhaseTransposedConv"])
 @pytest.mark.parametrize("c_in, c_out, size", [(64, 1, 14), (8, 3, 5), (16, 4, 1), (32, 16, (4, 7))])
-def test_the_subpixel_and_phase_forms_of_a_stride_2_transposed_conv_are_the_same_function(form, c_in, c_out, size):
-    from genzoo_ign import inference
+def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_in, c_out, size):
+    from genzoo_ign.inference import SubpixelTransposedConv
 
     torch.manual_seed(0)
     layer = torch.nn.ConvTranspose2d(c_in, c_out, 4, 2, 1)
     h, w = size if isinstance(size, tuple) else (size, size)
     x = torch.randn(3, c_in, h, w)
     with torch.no_grad():
-        assert (getattr(inference, form)(layer)(x) - layer(x)).abs().max() < 1e-5
+        assert (SubpixelTransposedConv(layer)(x) - layer(x)).abs().max() < 1e-5
 
 
 @pytest.mark.parametrize("kind", ["conv", "transposed"])
@@ -357,6 +356,6 @@ def test_the_folded_network_uses_the_cheaper_exact_layers():
     from genzoo_ign.inference import SubpixelTransposedConv
     from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d
 
-    folded = genzoo.load("ign-mnist")._inference_net("noise")
+    folded = genzoo.load("ign-mnist").inference_net("noise")
     kinds = {type(m) for m in folded.modules()}
     assert {DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv} <= kinds

@@ -101,7 +101,7 @@ class FeatureClassifier(genzoo.Method):
         x = _random_shift(x, c.max_shift)
         if c.objective == "rotation":
             y = torch.randint(0, 4, (x.shape[0],), device=x.device)
-            x = _rotate(x, y)
+            x = rotate(x, y)
         return x, y
 
     def configure_optimizers(self):
@@ -112,7 +112,7 @@ class FeatureClassifier(genzoo.Method):
         return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=0, total_steps=self.fit_steps)]
 
 
-def _rotate(x: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
+def rotate(x: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
     """Image i turned by turns[i] x 90 degrees (square images)."""
     out = x.clone()
     for k in range(1, 4):

@@ -61,6 +61,41 @@ def source(net: nn.Module, name: str) -> Iterator[None]:
 
 
 @torch.no_grad()
+def population_statistics(net: nn.Module, run: Callable[[], object]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each layer's input mean and variance over every forward pass ``run()`` makes, in :func:`layers` order.
+
+    The passes run in train mode (batch statistics), as training presents the inputs; the moments
+    are summed in float64 over all of them.
+    """
+    bns = layers(net)
+    was_training = net.training
+    net.train()
+    for m in bns:
+        m._sums = [torch.zeros_like(m.weight, dtype=torch.float64), torch.zeros_like(m.weight, dtype=torch.float64),
+                   torch.zeros((), dtype=torch.float64)]
+    try:
+        run()
+        statistics = []
+        for m in bns:
+            total, total_sq, n = m._sums
+            mean = total / n
+            statistics.append((mean.float(), (total_sq / n - mean.square()).clamp_min(0).float()))
+    finally:
+        for m in bns:
+            m._sums = None
+        net.train(was_training)
+    return statistics
+
+
+@torch.no_grad()
+def set_statistics(net: nn.Module, name: str, statistics: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Make ``statistics`` (from :func:`population_statistics`) the population statistics of source ``name``."""
+    for m, (mean, var) in zip(layers(net), statistics):
+        getattr(m, f"{name}_mean").copy_(mean)
+        getattr(m, f"{name}_var").copy_(var)
+
+
+@torch.no_grad()
 def calibrate(net: nn.Module, draw_noise: Callable[[int, torch.Generator], torch.Tensor], *, count: int = 4096,
               batch: int = 256, seed: int = 0) -> None:
     """Recompute every layer's per-source statistics with batch-statistics forward passes.
@@ -68,26 +103,10 @@ def calibrate(net: nn.Module, draw_noise: Callable[[int, torch.Generator], torch
     "noise": inputs are z; "image": inputs are f(z), as training and sampling present them.
     Uses its own generator, so the global RNG (and an exact training resume) is untouched.
     """
-    bns = layers(net)
-    if not bns:
+    if not layers(net):
         return
-    was_training = net.training
-    net.train()
     generator = torch.Generator().manual_seed(seed)
     zs = [draw_noise(min(batch, count - s), generator) for s in range(0, count, batch)]
-    outputs = []
-    for name in SOURCES:
-        for m in bns:
-            m._sums = [torch.zeros_like(m.weight, dtype=torch.float64), torch.zeros_like(m.weight, dtype=torch.float64),
-                       torch.zeros((), dtype=torch.float64)]
-        inputs = zs if name == "noise" else outputs
-        results = [net(x) for x in inputs]
-        if name == "noise":
-            outputs = results
-        for m in bns:
-            total, total_sq, n = m._sums
-            mean = total / n
-            getattr(m, f"{name}_mean").copy_(mean.float())
-            getattr(m, f"{name}_var").copy_((total_sq / n - mean.square()).clamp_min(0).float())
-            m._sums = None
-    net.train(was_training)
+    outputs: list[torch.Tensor] = []
+    set_statistics(net, "noise", population_statistics(net, lambda: outputs.extend(net(z) for z in zs)))
+    set_statistics(net, "image", population_statistics(net, lambda: [net(y) for y in outputs]))

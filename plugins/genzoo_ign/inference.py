@@ -10,9 +10,8 @@ One more exact rewrite, measured faster in oneDNN on a 2-core Xeon (docs/results
 bottleneck's layers are matrix products in the network itself, genzoo_ign.network):
 - the last transposed convolution (4x4, stride 2, padding 1, to the image's few channels) is a 3x3
   convolution to 4x the channels followed by a pixel shuffle (the sub-pixel form). For wide outputs
-  the sub-pixel form was slower, so only layers to at most 4 channels are rewritten.
-The phase form (PhaseTransposedConv, fewer FLOPs than the sub-pixel form) is kept for
-benchmarks/transposed_forms.py: oneDNN's own transposed conv beat it on every wide layer measured.
+  the sub-pixel form was slower, so only layers to at most 4 channels are rewritten
+  (benchmarks/transposed_forms.py compares the forms layer by layer).
 """
 
 from __future__ import annotations
@@ -26,16 +25,24 @@ from torch import nn
 from .batchnorm import SourceBatchNorm2d
 
 
-def fold(net: nn.Module, source: str, *, rewrite: bool = True) -> nn.Module:
+def fold(net: nn.Module, source: str) -> nn.Module:
     """A copy of ``net`` in eval mode with every SourceBatchNorm2d (using ``source``'s statistics) folded
-    away and, with ``rewrite``, the transposed convolutions in their cheaper exact forms."""
+    away and the transposed convolutions in their cheaper exact forms: what sampling and refining run."""
+    folded = fold_batchnorm(net, source)
+    for module in list(folded.modules()):
+        if isinstance(module, nn.Sequential):
+            for name, child in module._modules.items():
+                module._modules[name] = _cheaper(child)
+    return folded
+
+
+def fold_batchnorm(net: nn.Module, source: str) -> nn.Module:
+    """A copy of ``net`` in eval mode with every SourceBatchNorm2d (``source``'s statistics) folded into
+    the convolution before it; every other layer as it is."""
     folded = copy.deepcopy(net).eval().requires_grad_(False)
     for module in list(folded.modules()):
         if isinstance(module, nn.Sequential):
             _fold_sequence(module, source)
-            if rewrite:
-                for name, child in module._modules.items():
-                    module._modules[name] = _cheaper(child)
     return folded
 
 
@@ -63,7 +70,7 @@ class SubpixelTransposedConv(nn.Module):
         weight = layer.weight.detach()
         c_in, c_out = weight.shape[:2]
         # pixel_shuffle reads channel c * 4 + r * 2 + s as sub-pixel (r, s) of channel c
-        kernel = _phase_kernels(weight, self.TAP).permute(2, 0, 1, 3, 4, 5)
+        kernel = phase_kernels(weight, self.TAP).permute(2, 0, 1, 3, 4, 5)
         self.register_buffer("kernel", kernel.reshape(4 * c_out, c_in, 3, 3))
         bias = layer.bias.detach() if layer.bias is not None else weight.new_zeros(c_out)
         self.register_buffer("subpixel_bias", bias.repeat_interleave(4))
@@ -73,40 +80,7 @@ class SubpixelTransposedConv(nn.Module):
         return F.pixel_shuffle(out, 2)
 
 
-class PhaseTransposedConv(nn.Module):
-    """ConvTranspose2d(k=4, s=2, p=1) as one 2x2 convolution to 4 C channels + an interleave, the same function.
-
-    Each output phase (r, s) (row parity r, column parity s) sees a 2x2 window of the input: rows
-    a - 1, a (kernel rows 3, 1) for r = 0 and a, a + 1 (rows 2, 0) for r = 1; columns likewise. On the
-    input padded by 1, one 2x2 convolution computes all four phases at (H + 1) x (W + 1) positions;
-    phase (r, s) is its window starting at (r, s). Its FLOPs are the transposed convolution's times
-    (H + 1)(W + 1) / (H W), against 9/4 for the sub-pixel 3x3 form, which is why this form is the
-    candidate for wide layers.
-    """
-
-    TAP = ((3, 1), (2, 0))
-
-    def __init__(self, layer: nn.ConvTranspose2d):
-        super().__init__()
-        weight = layer.weight.detach()
-        c_in, c_out = weight.shape[:2]
-        self.c_out = c_out
-        self.register_buffer("kernel", _phase_kernels(weight, self.TAP).reshape(4 * c_out, c_in, 2, 2))
-        bias = layer.bias.detach() if layer.bias is not None else weight.new_zeros(c_out)
-        self.register_buffer("phase_bias", bias.repeat(4))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n, _, h, w = x.shape
-        phases = F.conv2d(F.pad(x, (1, 1, 1, 1)), self.kernel.to(x.dtype), self.phase_bias.to(x.dtype))
-        phases = phases.view(n, 2, 2, self.c_out, h + 1, w + 1)
-        out = x.new_empty(n, self.c_out, h, 2, w, 2)
-        for r in range(2):
-            for s in range(2):
-                out[:, :, :, r, :, s] = phases[:, r, s, :, r:r + h, s:s + w]
-        return out.view(n, self.c_out, 2 * h, 2 * w)
-
-
-def _phase_kernels(weight: torch.Tensor, taps: tuple[tuple[int | None, ...], ...]) -> torch.Tensor:
+def phase_kernels(weight: torch.Tensor, taps: tuple[tuple[int | None, ...], ...]) -> torch.Tensor:
     """The ordinary-convolution kernels of each output phase of a stride-2 transposed conv.
 
     ``weight`` is the ConvTranspose2d's (C_in, C_out, 4, 4); ``taps[r][u]`` is the kernel row (and,

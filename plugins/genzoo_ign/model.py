@@ -13,7 +13,7 @@ import torch
 import genzoo
 from genzoo.configs import NonNegative, Positive, UnitOpen
 
-from . import batchnorm
+from .batchnorm import calibrate
 from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
@@ -78,7 +78,7 @@ class IGN(genzoo.Method):
 
     # -- noise -------------------------------------------------------------------------------
 
-    def _to_noise(self, standard: torch.Tensor) -> torch.Tensor:
+    def noise_images(self, standard: torch.Tensor) -> torch.Tensor:
         """Standard normal draws (N, C, H, W, 2) -> noise images in the network's [-1, 1] space."""
         if self.config.noise == "fourier":
             return fourier_noise(standard, self.fourier_mean, self.fourier_std)
@@ -100,17 +100,17 @@ class IGN(genzoo.Method):
     # -- verbs -------------------------------------------------------------------------------
 
     def sample_batch(self, noise, labels):
-        z = self._to_noise(noise.randn(*self.image_shape, 2, device=self.device))
-        return ((self._inference_net("noise")(z) + 1) / 2).contiguous()
+        z = self.noise_images(noise.randn(*self.image_shape, 2, device=self.device))
+        return ((self.inference_net("noise")(z) + 1) / 2).contiguous()
 
     def refine_batch(self, x, labels, noise, steps):
         y = x * 2 - 1
-        net = self._inference_net("image")
+        net = self.inference_net("image")
         for _ in range(1 if steps is None else steps):
             y = net(y)
         return ((y + 1) / 2).contiguous()
 
-    def _inference_net(self, source: str) -> torch.nn.Module:
+    def inference_net(self, source: str) -> torch.nn.Module:
         """f with batch norm folded into its convolutions (calibrated statistics of ``source``); same outputs.
 
         Channels-last from 32x32 up: on a 2-core Xeon (benchmarks/ign_inference_forms.py) it sped
@@ -127,9 +127,9 @@ class IGN(genzoo.Method):
         """With batch norm: recompute the per-source population statistics sampling uses."""
         def draw(count: int, generator: torch.Generator) -> torch.Tensor:
             standard = torch.randn(count, *self.image_shape, 2, generator=generator)
-            return self._to_noise(standard.to(self.device))
+            return self.noise_images(standard.to(self.device))
 
-        batchnorm.calibrate(self.net, draw)
+        calibrate(self.net, draw)
 
     def losses(self, x: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per-sample rec, idem and tight losses for x and z in [-1, 1] space."""
@@ -139,7 +139,7 @@ class IGN(genzoo.Method):
     def training_step(self, batch):
         c = self.config
         x = batch["x"] * 2 - 1
-        z = self._to_noise(torch.randn(*x.shape, 2, device=x.device))
+        z = self.noise_images(torch.randn(*x.shape, 2, device=x.device))
         parts = {k: v.float().mean() for k, v in self.losses(x, z).items()}
         loss = c.lambda_rec * parts["rec"] + c.lambda_idem * parts["idem"] + c.lambda_tight * parts["tight"]
         return {"loss": loss, **parts}
