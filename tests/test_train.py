@@ -366,3 +366,26 @@ def test_segments_past_the_checkpoint_a_run_resumes_from_are_cut(toy_site, toy_n
     segments = json.loads((out / "fit.json").read_text())["segments"]
     assert [s["steps"] for s in segments] == [[0, 3], [3, 8]]
     assert all(s["command"] and s["hardware"] and s["processes"] == 1 for s in segments)
+
+
+def test_ctrl_c_on_the_command_line_exits_130_after_saving(toy_site, toy_npz, tmp_path, monkeypatch):
+    import signal
+
+    from click.testing import CliRunner
+
+    from genzoo.cli import cli
+
+    toy = genzoo.get_host().method("toy")
+    step = toy.training_step
+
+    def interrupted(self, batch):
+        if batch["step"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return step(self, batch)
+
+    monkeypatch.setattr(toy, "training_step", interrupted)
+    result = CliRunner().invoke(cli, ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "10", "--batch-size", "8",
+                                      "--out", str(tmp_path / "run"), "--no-progress", "--precision", "fp32"])
+    assert result.exit_code == 130, result.output
+    assert "interrupted: checkpoint saved at step 3; continue with --resume" in result.output
+    assert f"genzoo export {tmp_path / 'run'} DEST --checkpoint 3" in result.output

@@ -1,3 +1,5 @@
+import sys
+
 import click
 
 from ..configs import parse_assignments
@@ -21,5 +23,8 @@ def command(method: str, bf16: bool, sets: tuple[str, ...], **options) -> None:
         if options["precision"] not in ("auto", "bf16"):
             raise click.UsageError(f"--bf16 and --precision {options['precision']} disagree; pass one of them")
         options["precision"] = "bf16"
-    path = fit(method, config=parse_assignments(sets), command=command_line(), **options)
+    try:
+        path = fit(method, config=parse_assignments(sets), command=command_line(), **options)
+    except KeyboardInterrupt:
+        sys.exit(130)  # Ctrl-C: fit has said what it saved; 128 + SIGINT, as a shell reports it
     click.echo(f"model written to {path}")
