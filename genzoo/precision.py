@@ -3,8 +3,10 @@
 ``auto`` uses a reduced precision only where it is native and measured faster: on CUDA, bf16 where
 the GPU supports it; on a CPU with native bf16 (AMX or AVX512-BF16), bf16 if a short probe of the
 actual work (two training steps, or the first few network calls of a sample batch, in each
-precision) is faster, with the answer cached per machine and workload; everywhere else fp32. Asking for bf16 on a CPU that
-would emulate it warns once (about 28x slower was measured on an AVX2-only CPU).
+precision) is faster, with the answer cached per machine and workload; everywhere else fp32.
+:class:`PrecisionChoice` carries the answer with its reason, which ``genzoo fit`` prints and keeps
+in fit.json. Asking for bf16 on a CPU that would emulate it warns once (about 28x slower was
+measured on an AVX2-only CPU).
 """
 
 from __future__ import annotations
