@@ -1,19 +1,24 @@
 """Model cards: the README.md that `genzoo push` writes next to the weights on the Hub.
 
 The card is YAML metadata (library, tags, dataset, licence, metrics and how they were measured)
-followed by Markdown: usage, the sample grid, how the model was trained, its metrics, licence and
-the method's paper. Facts come from the registry entry when a zoo model is pushed, else from the
+followed by Markdown: status and limitations, usage, the sample grid, its metrics beside the
+reference rows of their feature network, how the model was trained, licence and the method's
+paper. Facts come from the registry entry when a zoo model is pushed, else from the
 ``provenance`` block of config.json.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from .registry import (RANKED_METRICS, Metric, describe_scale, format_value, group_by_scale, parse_metrics, placed,
+                       reference_set)
 
 # Licence ids the Hub knows (a subset: what genzoo models are likely to carry).
 HUB_LICENSES = {
@@ -34,7 +39,9 @@ class CardFacts:
     model_name: str | None = None  # the zoo name, when a registry model is pushed
     dataset: str = ""
     license: str = ""
-    metrics: dict[str, Any] = field(default_factory=dict)
+    status: str = ""  # a zoo model's: stable or experimental
+    limitations: str = ""
+    metrics: list[Metric] = field(default_factory=list)
     evaluation: str = ""
     commands: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -54,7 +61,7 @@ def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry
     provenance = dict(document.get("provenance") or {})
     if entry is not None:
         provenance.update(entry.provenance or {})
-    commands = [entry.command] if entry is not None and entry.command else list(provenance.get("commands") or [])
+    commands = list(entry.command) if entry is not None and entry.command else list(provenance.get("commands") or [])
     if not commands and provenance.get("command"):
         commands = [str(provenance["command"])]
     config = dict(document.get("config") or {})
@@ -69,7 +76,9 @@ def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry
         model_name=entry.name if entry is not None else None,
         dataset=dataset,
         license=license_text,
-        metrics=dict((entry.metrics if entry is not None else None) or provenance.get("metrics") or {}),
+        status=entry.status if entry is not None else "",
+        limitations=entry.limitations if entry is not None else "",
+        metrics=(entry.metrics if entry is not None else None) or parse_metrics(provenance.get("metrics"), "provenance"),
         evaluation=(entry.evaluation if entry is not None else "") or str(provenance.get("evaluation") or ""),
         commands=[str(c) for c in commands],
         provenance=provenance,
@@ -120,7 +129,7 @@ def card_metadata(facts: CardFacts) -> dict[str, Any]:
     if dataset_id:
         meta["datasets"] = [dataset_id]
     if facts.metrics:
-        meta["metrics"] = sorted(str(name) for name in facts.metrics)
+        meta["metrics"] = sorted({m.metric for m in facts.metrics})
     details: dict[str, Any] = {"method": facts.method}
     if facts.plugin:
         details["plugin"] = facts.plugin
@@ -128,8 +137,10 @@ def card_metadata(facts: CardFacts) -> dict[str, Any]:
         details["model"] = facts.model_name
     if facts.dataset:
         details["dataset"] = facts.dataset
+    if facts.status:
+        details["status"] = facts.status
     if facts.metrics:
-        details["metrics"] = _plain(facts.metrics)
+        details["metrics"] = {m.key: _metric_metadata(m) for m in facts.metrics}
         details["evaluation"] = facts.evaluation or "not stated"
     meta["genzoo"] = details
     return meta
@@ -145,13 +156,15 @@ def render_card(facts: CardFacts, *, repo_id: str, revision: str | None = None, 
     parts.append(f"{intro}Weights of the `{facts.method}` method for [genzoo](https://pypi.org/project/genzoo/), "
                  f"a zoo of generative methods behind one interface." + (
                      f" It is the zoo model `{facts.model_name}`." if facts.model_name else "") + "\n")
+    if facts.status:
+        parts.append(f"**Status: {facts.status}.** {' '.join(facts.limitations.split())}\n")
     parts.append(_usage(facts, ref))
     if grid_file:
         parts.append(f"## Samples\n\n![{grid_count} samples, seed 0]({grid_file})\n\n"
                      f"{grid_count} samples drawn with `genzoo sample {ref} -n {grid_count} --seed 0`.\n")
-    parts.append(_training(facts))
     if facts.metrics:
         parts.append(_evaluation(facts))
+    parts.append(_training(facts))
     parts.append(_license(facts))
     if facts.config:
         parts.append("## Configuration\n\nThe method's hyperparameters (`config` in config.json):\n\n"
@@ -206,9 +219,26 @@ def _training(facts: CardFacts) -> str:
 
 
 def _evaluation(facts: CardFacts) -> str:
-    lines = ["## Evaluation", "", "| metric | value |", "| --- | --- |"]
-    lines += [f"| {name} | {_cell(value)} |" for name, value in facts.metrics.items()]
-    lines += ["", f"How they were measured: {facts.evaluation or 'not stated'}.".replace("..", "."), ""]
+    """Each group of metrics measured alike, every distance beside the reference rows of its features."""
+    lines = ["## Evaluation", ""]
+    for scale, metrics in group_by_scale(facts.metrics):
+        described = describe_scale(scale)
+        if described:
+            lines += [f"{described[0].upper()}{described[1:]}:", ""]
+        lines += [f"- {placed(metric)}" for metric in sorted(metrics, key=lambda m: m.metric not in RANKED_METRICS)]
+        lines.append("")
+        ranked = [m for m in metrics if m.metric in RANKED_METRICS]
+        references = reference_set(ranked[0]) if ranked else None
+        if references:
+            names = list(dict.fromkeys(m.metric for m in ranked))
+            lines += [f"Reference rows ({references.n:,} images each, the same features and reference):", "",
+                      "| images | " + " | ".join(RANKED_METRICS[n] for n in names) + " |",
+                      "|---|" + "---|" * len(names)]
+            lines += [f"| {row.images}: {row.description} | "
+                      + " | ".join(format_value(n, row.values[n]) if n in row.values else "" for n in names) + " |"
+                      for row in references.rows]
+            lines.append("")
+    lines += [f"How they were measured: {' '.join(facts.evaluation.split()) or 'not stated'}.".replace("..", "."), ""]
     return "\n".join(lines)
 
 
@@ -225,6 +255,12 @@ def _license(facts: CardFacts) -> str:
 def _cell(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _metric_metadata(metric: Metric) -> Any:
+    """A plain metric as its number; a typed one as its fields."""
+    typed = {k: v for k, v in dataclasses.asdict(metric).items() if v and k != "metric"}
+    return metric.value if set(typed) == {"value"} else _plain(typed)
 
 
 def _plain(value: Any) -> Any:

@@ -28,7 +28,7 @@ from .datasets.table import DatasetEntry, registered_entry
 from .errors import GenzooError
 from .method import Method
 from .metrics.table import MetricEntry, registered_metric
-from .registry import ModelEntry, load_registry_file
+from .registry import ModelEntry, closest_name, load_registry_file
 
 ENTRY_POINT_GROUP = "genzoo"
 # The core's own plugins (module names), loaded before any entry point and whatever GENZOO_LOAD_PLUGINS says.
@@ -327,8 +327,10 @@ class PluginHost:
                 f"`genzoo fit {cls.name} ...` and pass its output directory instead"
             )
         known = ", ".join(sorted(self.models)) or "none"
+        guess = closest_name(name, [*self.models, *(a for e in self.models.values() for a in e.aliases), *self.methods])
         raise GenzooError(
-            f"unknown model {name!r} (known models: {known}); pass a model name, a model directory or hf://ORG/NAME"
+            f"unknown model {name!r}" + (f"; did you mean {guess}?" if guess else "") + f" (known models: {known}); "
+            f"pass a model name, a model directory or hf://ORG/NAME"
             + ("" if self.methods else "; no method plugin is loaded: run `genzoo plugins` to see why")
         )
 

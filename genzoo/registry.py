@@ -1,39 +1,179 @@
 """The zoo catalogue's entries: what registry.yaml (and a plugin's ``register_models``) says of a model.
 
+A model entry carries typed metrics (:class:`Metric`: a value, what was scored, in which feature
+network, on how many images, against which reference split), and registry.yaml carries the
+reference rows of each (feature network, reference split) (:class:`ReferenceSet`: real images and
+degraded ones scored the same way), so every distance can be stated beside its scale.
+
 Lookups by name, alias or method default are the plugin host's (:func:`genzoo.plugins.find_model`),
 which merges this file with what plugins register.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import importlib.resources
 import importlib.util
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
 from .errors import GenzooError
 
 REGISTRY_FILE = "registry.yaml"
+STATUSES = ("stable", "experimental")
+# Distances (lower is better) that are only meaningful beside reference rows in the same features.
+RANKED_METRICS = {"fid": "FID", "kid": "KID (raw)", "swd": "SWD"}
+METRIC_LABELS = {**RANKED_METRICS, "class_entropy": "class entropy", "images_per_second": "images/s"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured number and how it was measured."""
+
+    metric: str  # fid, kid (the raw unbiased MMD^2 estimate), precision, recall, accuracy, ...
+    value: float
+    of: str = ""  # what was scored, when not the model's own samples: "f(f(z))", "ign-mnist, unrefined"
+    features: str = ""  # the feature network the images were scored in
+    n: int = 0  # images scored
+    reference: str = ""  # the reference split, e.g. "cifar10:test"
+    note: str = ""
+
+    @classmethod
+    def parse(cls, data: Any, where: str) -> "Metric":
+        if not isinstance(data, dict) or "metric" not in data or "value" not in data:
+            raise GenzooError(f"{where}: a metric is a mapping with at least 'metric' and 'value', got {data!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise GenzooError(f"{where}: unknown metric field(s) {unknown}; known fields: {sorted(known)}")
+        if isinstance(data["value"], bool) or not isinstance(data["value"], (int, float)):
+            raise GenzooError(f"{where}: metric {data['metric']!r} needs a number as its value, got {data['value']!r}")
+        return cls(**{**data, "value": float(data["value"]), "n": int(data.get("n") or 0)})
+
+    @property
+    def key(self) -> str:
+        return self.metric + (f" of {self.of}" if self.of else "")
+
+    @property
+    def label(self) -> str:
+        return METRIC_LABELS.get(self.metric, self.metric.replace("_", " ")) + (f" of {self.of}" if self.of else "")
+
+    @property
+    def scale(self) -> tuple[str, int, str]:
+        """(feature network, images, reference split): the metrics that share it compare directly."""
+        return self.features, self.n, self.reference
+
+    def text(self) -> str:
+        return f"{self.label} {format_value(self.metric, self.value)}"
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """Real or degraded real images scored like a model's samples."""
+
+    images: str  # a short name: real, resize, blur, noise 0.1, ...
+    description: str
+    values: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ReferenceSet:
+    """The reference rows of one (feature network, reference split)."""
+
+    features: str
+    reference: str
+    n: int  # images in each row
+    rows: tuple[ReferenceRow, ...]
+    source: str = ""  # how the rows were measured
+
+    @classmethod
+    def parse(cls, data: Any, where: str) -> "ReferenceSet":
+        try:
+            rows = tuple(ReferenceRow(images=str(r.pop("images")), description=str(r.pop("description", "")),
+                                      values={k: float(v) for k, v in r.items()})
+                         for r in (dict(row) for row in data["rows"]))
+            return cls(features=str(data["features"]), reference=str(data["reference"]), n=int(data["n"]), rows=rows,
+                       source=str(data.get("source", "")))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GenzooError(f"{where}: a reference set needs features, reference, n and rows of "
+                              f"{{images, description, METRIC: value}} ({exc!r})") from None
+
+    def rows_with(self, metric: str) -> list[ReferenceRow]:
+        """The rows that have ``metric``, from lowest to highest."""
+        return sorted((r for r in self.rows if metric in r.values), key=lambda r: r.values[metric])
+
+    def place(self, metric: str, value: float) -> str:
+        """Where ``value`` falls among the rows: "between resize (365.0) and blur (809.7)"."""
+        rows = self.rows_with(metric)
+        if not rows:
+            return ""
+
+        def named(row: ReferenceRow) -> str:
+            return f"{row.images} ({format_value(metric, row.values[metric])})"
+
+        below = [r for r in rows if r.values[metric] <= value]
+        above = [r for r in rows if r.values[metric] > value]
+        if not below:
+            return f"below every reference row (lowest: {named(above[0])})"
+        if not above:
+            return f"above every reference row (highest: {named(below[-1])})"
+        return f"between {named(below[-1])} and {named(above[0])}"
+
+    def row_text(self, metric: str) -> str:
+        return ", ".join(f"{r.images} {format_value(metric, r.values[metric])}" for r in self.rows_with(metric))
+
+
+def format_value(metric: str, value: float) -> str:
+    """FID with one decimal, KID with three significant figures, counts as integers, the rest as given."""
+    if metric == "fid":
+        return f"{value:,.1f}"
+    if metric in RANKED_METRICS:
+        return _significant(value, 3)
+    if value == int(value) and abs(value) >= 10:
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
+
+def _significant(value: float, digits: int) -> str:
+    if value == 0:
+        return "0"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, decimals):,.0f}" if decimals <= 0 else f"{value:.{decimals}f}"
+
+
+def parse_metrics(data: Any, where: str) -> list[Metric]:
+    """Typed metrics from a list of mappings, or plain ones from a ``{name: number}`` mapping."""
+    if not data:
+        return []
+    if isinstance(data, dict):
+        data = [{"metric": str(name), "value": value} for name, value in data.items()]
+    if not isinstance(data, list):
+        raise GenzooError(f"{where}: 'metrics' must be a list of metrics or a mapping of name to number")
+    return [m if isinstance(m, Metric) else Metric.parse(m, where) for m in data]
 
 
 @dataclass
 class ModelEntry:
-    """One named pretrained model: what it is, where its weights are and how it was made."""
+    """One named pretrained model: what it is, how good, where its weights are and how it was made."""
 
     name: str
     method: str
     summary: str = ""
     dataset: str = ""
     aliases: list[str] = field(default_factory=list)
+    status: str = "experimental"  # "stable" once the model meets its method's quality bars
+    limitations: str = ""  # one or two sentences: what the model is not good at
     bundled: str | None = None  # "package:relative/dir", a copy shipped inside a plugin package
     hub: dict[str, str] | None = None  # {"repo_id": "org/name", "revision": "<commit or branch>"}
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     license: str = ""
-    command: str = ""
-    metrics: dict[str, Any] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)  # how to make the model from an installed genzoo
+    metrics: list[Metric] = field(default_factory=list)
     evaluation: str = ""  # how the metrics were measured
     provenance: dict[str, Any] = field(default_factory=dict)
     source: str = "registry.yaml"
@@ -51,6 +191,13 @@ class ModelEntry:
             data["aliases"] = []
         if data.get("hub") is not None and "repo_id" not in data["hub"]:
             raise GenzooError(f"model {name!r} in {source}: 'hub' needs a 'repo_id' (and usually a 'revision')")
+        data.setdefault("status", "experimental")
+        if data["status"] not in STATUSES:
+            raise GenzooError(f"model {name!r} in {source}: status must be one of {', '.join(STATUSES)}, "
+                              f"got {data['status']!r}")
+        command = data.get("command") or []
+        data["command"] = [command] if isinstance(command, str) else [str(c) for c in command]
+        data["metrics"] = parse_metrics(data.get("metrics"), f"model {name!r} in {source}")
         return cls(name=name, source=source, **data)
 
     def bundled_dir(self) -> Path | None:
@@ -70,6 +217,14 @@ class ModelEntry:
         revision = self.hub.get("revision")
         return f"hf://{self.hub['repo_id']}" + (f"@{revision}" if revision else "")
 
+    def weights_kind(self) -> str:
+        """bundled, hub, missing (a bundled copy whose package is not installed) or unpublished."""
+        if self.bundled_dir() is not None:
+            return "bundled"
+        if self.hub:
+            return "hub"
+        return "missing" if self.bundled else "unpublished"
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -82,13 +237,69 @@ def registry_path() -> Path:
     return Path(__file__).resolve().parent.parent / REGISTRY_FILE
 
 
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh) or {}
+
+
 def load_registry_file(path: Path | None = None) -> list[ModelEntry]:
     path = path or registry_path()
-    if not path.is_file():
-        return []
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
-    models = data.get("models") or {}
+    models = _read(path).get("models") or {}
     if not isinstance(models, dict):
         raise GenzooError(f"{path}: 'models' must be a mapping of model name to fields")
     return [ModelEntry.from_dict(name, entry or {}, source=REGISTRY_FILE) for name, entry in models.items()]
+
+
+def load_reference_sets(path: Path | None = None) -> list[ReferenceSet]:
+    """The reference rows of registry.yaml, one set per (feature network, reference split)."""
+    path = path or registry_path()
+    return [ReferenceSet.parse(data, f"{REGISTRY_FILE} references[{i}]")
+            for i, data in enumerate(_read(path).get("references") or [])]
+
+
+@functools.lru_cache(maxsize=1)
+def reference_sets() -> tuple[ReferenceSet, ...]:
+    """registry.yaml's reference sets, read once."""
+    return tuple(load_reference_sets())
+
+
+def reference_set(metric: Metric) -> ReferenceSet | None:
+    """The reference rows scored in ``metric``'s feature network against its reference split."""
+    return next((s for s in reference_sets() if (s.features, s.reference) == (metric.features, metric.reference)), None)
+
+
+def closest_name(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate a misspelt ``name`` most likely meant, if any is close."""
+    matches = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def group_by_scale(metrics: Iterable[Metric]) -> list[tuple[tuple[str, int, str], list[Metric]]]:
+    """Metrics grouped by (feature network, images, reference split), in the order they first appear."""
+    groups: dict[tuple[str, int, str], list[Metric]] = {}
+    for metric in metrics:
+        groups.setdefault(metric.scale, []).append(metric)
+    return list(groups.items())
+
+
+def describe_scale(scale: tuple[str, int, str]) -> str:
+    """"10,000 images against cifar10:test in features-cifar10" (the parts that are known)."""
+    features, n, reference = scale
+    parts = [f"{n:,} images" if n else "", f"against {reference}" if reference else "",
+             f"in {features}" if features else ""]
+    return " ".join(p for p in parts if p)
+
+
+def placed(metric: Metric) -> str:
+    """A metric with where it falls among its reference rows, or a plain statement of it."""
+    text = metric.text() + (f" ({metric.note})" if metric.note else "")
+    if metric.metric not in RANKED_METRICS:
+        return text
+    references = reference_set(metric)
+    where = references.place(metric.metric, metric.value) if references else ""
+    if where:
+        return f"{text}: {where}"
+    scale = describe_scale(metric.scale)
+    return f"{text} (no reference rows recorded " + (f"for {scale})" if scale else "for its feature network and reference)")

@@ -1,4 +1,4 @@
-"""The CLI as a user runs it: list, info, sample in every format, refine from files, errors."""
+"""The CLI as a user runs it: sample in every format, refine from files, errors (list and info: test_catalogue.py)."""
 
 import json
 
@@ -15,33 +15,6 @@ from genzoo.cli import cli
 @pytest.fixture
 def runner():
     return CliRunner()
-
-
-def test_list_and_info_show_registry_and_plugin_models(runner, toy_site):
-    listed = runner.invoke(cli, ["list", "--json"])
-    names = {row["name"] for row in json.loads(listed.output)}
-    assert {"features-mnist", "toy-tiny"} <= names
-    info = runner.invoke(cli, ["info", "features-mnist"])
-    assert info.exit_code == 0
-    assert "command: genzoo fit feature-classifier" in info.output and "test_accuracy" in info.output
-    assert "CC BY-SA 3.0" in info.output
-
-
-def test_list_cuts_long_dataset_descriptions_and_says_where_the_whole_entry_is(runner):
-    from genzoo.cli.list_cmd import DATASET_WIDTH
-    from genzoo.plugins import get_host
-
-    long = [e for e in get_host().all_models().values() if len(e.dataset) > DATASET_WIDTH]
-    listed = runner.invoke(cli, ["list"])
-    assert listed.exit_code == 0
-    rows = listed.output.splitlines()
-    header = rows[0]
-    dataset_column = header[header.index("DATASET"):header.index("WEIGHTS")]
-    assert len(dataset_column) <= DATASET_WIDTH + 2
-    if long:  # the bundled catalogue has one (mmb-mnist); the hint names `genzoo info`
-        assert long[0].dataset not in listed.output and "genzoo info NAME" in rows[-1]
-        info = runner.invoke(cli, ["info", long[0].name])
-        assert long[0].dataset in " ".join(info.output.split())
 
 
 def test_sample_writes_a_grid_npz_and_png_dir_from_a_model_directory(runner, toy_model_dir, tmp_path):

@@ -20,7 +20,7 @@ def command(name, refine_opts, labels, json_out, device, **options):
     """Score a model's samples (or npz:PATH / folder:PATH images) against reference data.
 
     \b
-    genzoo eval ign -n 10000 --ref mnist:test --data-root ../shared/data
+    genzoo eval ign -n 10000 --ref mnist:test --data-root DIR
     genzoo eval ign --apply 1,2,3 --ref mnist:test      f(z), f(f(z)), f(f(f(z))), one report each
     genzoo eval npz:samples.npz --ref mnist:test --metrics fid,kid
     """

@@ -1,57 +1,225 @@
+import dataclasses
 import json
+import re
+import textwrap
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..loading import model_document
 from ..plugins import find_model, get_host
+from ..registry import RANKED_METRICS, ModelEntry, describe_scale, group_by_scale, placed, reference_set
+
+WIDTH = 100
 
 
 @click.command("info")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def command(name: str, as_json: bool) -> None:
-    """Show a model or method: summary, config, weights, metrics and how it was trained.
+@click.option("--full", is_flag=True, help="Also the config, provenance, evaluation details and BibTeX.")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+def command(name: str, full: bool, as_json: bool) -> None:
+    """Show a model: summary, licence, status, metrics beside their reference rows, how to sample and reproduce it.
 
-    NAME is a model name, an alias, a method name, a model directory or hf://ORG/NAME[@REVISION]
-    (which fetches config.json alone).
+    NAME is a model name, an alias, a method name (its default model; a method with no pretrained
+    model yet is described itself), a model directory or hf://ORG/NAME[@REVISION] (which fetches
+    config.json alone).
     """
     host = get_host()
     if name.startswith("hf://") or Path(name).is_dir():
         document, where = model_document(name)
         info = {"name": name, "method": document["method"], "weights": where, "config": document["config"],
                 "provenance": document.get("provenance", {})}
+        lines = _directory_lines(info)
+    elif _method_without_model(name):
+        cls = host.method(name)
+        info = _method_info(cls)
+        lines = _method_lines(info, full)
     else:
         entry = find_model(name)
-        info = entry.as_dict()
-        bundled = entry.bundled_dir()
-        info["weights"] = {"bundled": str(bundled) if bundled else None, "hub": entry.hub_ref()}
-        if bundled and (bundled / "config.json").is_file():
-            info["config"] = json.loads((bundled / "config.json").read_text(encoding="utf-8"))["config"]
-    if host.has_method(info["method"]):
-        record = host.method_record(info["method"])
-        info["method_summary"] = record.cls.summary
-        info["capabilities"] = sorted(record.cls.capabilities)
-        info["paper"] = record.cls.paper
-        info["plugin"] = record.plugin
-    else:
-        info["method_summary"] = f"method {info['method']!r} is not installed"
+        info = _entry_info(entry)
+        lines = _model_lines(entry, info, full)
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
         return
-    for key in ("name", "method", "method_summary", "summary", "dataset", "capabilities", "plugin", "license"):
+    for line in lines:
+        click.echo(line)
+
+
+def _method_without_model(name: str) -> bool:
+    host = get_host()
+    models = host.all_models()
+    if not host.has_method(name) or name in models or any(name in e.aliases for e in models.values()):
+        return False
+    return host.method(name).default_model not in models
+
+
+def _method_info(cls: type) -> dict[str, Any]:
+    record = get_host().method_record(cls.name)
+    defaults = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+                for f in dataclasses.fields(cls.Config)
+                if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+    return {"name": cls.name, "kind": "method", "summary": cls.summary, "plugin": record.plugin,
+            "capabilities": sorted(cls.capabilities), "config_defaults": defaults, "paper": cls.paper,
+            "pretrained_models": []}
+
+
+def _entry_info(entry: ModelEntry) -> dict[str, Any]:
+    host = get_host()
+    info = {"kind": "model", **entry.as_dict()}
+    bundled = entry.bundled_dir()
+    info["weights"] = {"bundled": str(bundled) if bundled else None, "hub": entry.hub_ref()}
+    if bundled and (bundled / "config.json").is_file():
+        info["config"] = json.loads((bundled / "config.json").read_text(encoding="utf-8"))["config"]
+    if host.has_method(entry.method):
+        record = host.method_record(entry.method)
+        info.update(method_summary=record.cls.summary, capabilities=sorted(record.cls.capabilities),
+                    paper=record.cls.paper, plugin=record.plugin)
+    else:
+        info["method_summary"] = f"method {entry.method!r} is not installed"
+    return info
+
+
+# -- text ------------------------------------------------------------------------------------------------
+
+
+def _model_lines(entry: ModelEntry, info: dict[str, Any], full: bool) -> list[str]:
+    lines = _wrap(f"{entry.name}: {entry.summary}" if entry.summary else entry.name)
+    lines += _wrap(f"status: {entry.status}." + (f" {entry.limitations}" if entry.limitations else ""))
+    lines += _wrap(f"licence: {entry.license or 'not stated'}")
+    verbs = ", ".join(info.get("capabilities", []))
+    method = f"method: {entry.method}" + (f" (plugin {info['plugin']}; verbs {verbs})" if verbs else f" ({info['method_summary']})")
+    lines += _wrap(method + (f"; dataset: {entry.dataset}" if entry.dataset else ""))
+    lines += _wrap(f"weights: {_where(entry, info)}")
+    if full and entry.aliases:
+        lines.append(f"aliases: {', '.join(entry.aliases)}")
+    lines += _metric_lines(entry)
+    if entry.weights_kind() != "unpublished":
+        lines += _use_lines(entry.name, info.get("capabilities", []))
+    if entry.command:
+        lines.append("reproduce (DIR: the folder given by --data-root; `genzoo datasets` lists what it needs):")
+        for command in entry.command:
+            lines += _command(command)
+    if full:
+        lines += _full_lines(entry, info)
+    else:
+        paper = _paper_title(info.get("paper", ""))
+        if paper:
+            lines += _wrap(f"paper: {paper}")
+        lines.append(f"`genzoo info {entry.name} --full` adds the config, provenance, evaluation details and BibTeX.")
+    return lines
+
+
+def _where(entry: ModelEntry, info: dict[str, Any]) -> str:
+    kind = entry.weights_kind()
+    if kind == "bundled":
+        return f"bundled, {info['weights']['bundled']} (sha256 checked on load)"
+    if kind == "hub":
+        return f"{entry.hub_ref()} (downloaded on first use, sha256 checked)"
+    if kind == "missing":
+        return f"should be bundled in {entry.bundled}, but that package is not installed"
+    return "not published; the commands below make them"
+
+
+def _metric_lines(entry: ModelEntry) -> list[str]:
+    lines: list[str] = []
+    for scale, metrics in group_by_scale(entry.metrics):
+        described = describe_scale(scale)
+        lines.append(f"quality, {described}:" if described else "other measurements:")
+        ranked = [m for m in metrics if m.metric in RANKED_METRICS]
+        for metric in ranked:
+            lines += _wrap(placed(metric), indent="  ")
+        rest = [placed(m) for m in metrics if m.metric not in RANKED_METRICS]
+        if rest:
+            lines += _wrap(("also: " if ranked else "") + "; ".join(rest), indent="  ")
+        references = reference_set(ranked[0]) if ranked else None
+        if references:
+            lines.append(f"  reference rows ({references.n:,} images each, the same features and reference):")
+            for name in dict.fromkeys(m.metric for m in ranked):
+                lines += _wrap(f"{RANKED_METRICS[name]}: {references.row_text(name)}", indent="    ")
+    return lines
+
+
+def _use_lines(name: str, capabilities: list[str]) -> list[str]:
+    lines = []
+    if "sample" in capabilities:
+        lines.append(f"  genzoo sample {name} -n 64 --seed 0 -o samples.png")
+    if "refine" in capabilities:
+        lines.append(f"  genzoo refine {name} --input images.npz -o refined.png")
+    if not lines:
+        lines.append(f"  python -c 'import genzoo; model = genzoo.load(\"{name}\")'")
+    return ["use:", *lines]
+
+
+def _full_lines(entry: ModelEntry, info: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if entry.files:
+        lines.append("files (sha256):")
+        lines += [f"  {file}: {digest}" for file, digest in entry.files.items()]
+    if entry.evaluation:
+        lines += _wrap(f"evaluation: {entry.evaluation}")
+    for key in ("config", "provenance"):
         if info.get(key):
-            value = ", ".join(info[key]) if isinstance(info[key], list) else info[key]
-            click.echo(f"{key}: {value}")
-    click.echo(f"weights: {json.dumps(info.get('weights'))}")
-    for key in ("config", "metrics", "provenance"):
-        if info.get(key):
-            click.echo(f"{key}:")
+            lines.append(f"{key}:")
             for k, v in info[key].items():
-                click.echo(f"  {k}: {v}")
-    for key in ("evaluation", "command"):
-        if info.get(key):
-            click.echo(f"{key}: {info[key]}")
+                lines += _wrap(f"{k}: {v}", indent="  ")
     if info.get("paper"):
-        click.echo("paper:")
-        click.echo(info["paper"].strip())
+        lines += ["paper:", info["paper"].strip()]
+    return lines
+
+
+def _method_lines(info: dict[str, Any], full: bool) -> list[str]:
+    name = info["name"]
+    lines = _wrap(f"{name}: a method with no pretrained model yet. {info['summary']}")
+    lines.append(f"plugin: {info['plugin']}; verbs: {', '.join(info['capabilities'])}")
+    if "fit" in info["capabilities"]:
+        lines.append("train one (`genzoo fit --help` lists the options; DIR: the folder given by --data-root):")
+        lines.append(f"  genzoo fit {name} --dataset NAME --data-root DIR --steps 1000 --out runs/{name}")
+        lines.append(f"  genzoo sample runs/{name} -o samples.png" if "sample" in info["capabilities"]
+                     else f"  genzoo info runs/{name}")
+    defaults = ", ".join(f"{k}={v}" for k, v in info["config_defaults"].items())
+    lines += _wrap(f"config defaults (--set KEY=VALUE): {defaults}")
+    if full and info["paper"]:
+        lines += ["paper:", info["paper"].strip()]
+    elif _paper_title(info["paper"]):
+        lines += _wrap(f"paper: {_paper_title(info['paper'])}")
+    return lines
+
+
+def _directory_lines(info: dict[str, Any]) -> list[str]:
+    lines = [f"name: {info['name']}", f"method: {info['method']}", f"weights: {info['weights']}"]
+    for key in ("config", "provenance"):
+        if info.get(key):
+            lines.append(f"{key}:")
+            for k, v in info[key].items():
+                lines += _wrap(f"{k}: {v}", indent="  ")
+    return lines
+
+
+def _paper_title(bibtex: str) -> str:
+    title = re.search(r"title\s*=\s*[{\"]+(.+?)[}\"]+\s*,", bibtex or "", re.S)
+    year = re.search(r"year\s*=\s*[{\"]?(\d{4})", bibtex or "")
+    if not title:
+        return ""
+    return " ".join(title.group(1).split()) + (f" ({year.group(1)})" if year else "")
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=False) or [indent]
+
+
+def _command(command: str) -> list[str]:
+    """A shell command wrapped with backslashes, an option never parted from its value."""
+    words: list[str] = []
+    for word in command.split():
+        if words and words[-1].startswith("-") and " " not in words[-1] and not word.startswith("-"):
+            words[-1] += " " + word
+        else:
+            words.append(word)
+    lines = [""]
+    for word in words:
+        if lines[-1] and len(lines[-1]) + len(word) + 1 > WIDTH - 8:
+            lines.append("")
+        lines[-1] += (" " if lines[-1] else "") + word
+    return [("  " if i == 0 else "      ") + line + (" \\" if i < len(lines) - 1 else "") for i, line in enumerate(lines)]

@@ -1,0 +1,175 @@
+"""The catalogue as a user reads it: `genzoo list` and `genzoo info`, and the typed registry behind them."""
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from genzoo.cli import cli
+from genzoo.errors import GenzooError
+from genzoo.plugins import get_host
+from genzoo.registry import (RANKED_METRICS, STATUSES, Metric, ModelEntry, ReferenceRow, ReferenceSet, format_value,
+                             load_reference_sets, reference_set, registry_path)
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def info(runner, *args):
+    result = runner.invoke(cli, ["info", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+# -- genzoo info ----------------------------------------------------------------------------------------------
+
+
+def test_info_of_ign_cifar10_fits_a_screen_and_says_status_scale_and_how_to_reproduce(runner):
+    text = info(runner, "ign-cifar10")
+    lines = text.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 110
+    assert "status: experimental." in text and "class entropy 0.841 (bar 0.9" in " ".join(text.split())
+    assert "FID 677.7: between noise 0.1 (474.5) and blur (809.7)" in text
+    assert "FID: real 1.7, resize 365.0, noise 0.1 474.5, blur 809.7, noise 0.3 1,498.9" in text
+    assert "KID (raw) 145:" in text
+    reproduce = text.split("reproduce")[1]
+    assert "genzoo fit ign --dataset cifar10 --data-root DIR" in reproduce
+    assert "genzoo export runs/ign-cifar10" in reproduce and "benchmarks/" not in reproduce
+    assert "genzoo sample ign-cifar10" in text and "licence: CIFAR-10" in text
+
+
+def test_info_full_adds_config_provenance_evaluation_and_bibtex(runner):
+    short, full = info(runner, "ign-mnist"), info(runner, "ign-mnist", "--full")
+    for part in ("config:", "provenance:", "evaluation:", "@inproceedings", "files (sha256):"):
+        assert part not in short and part in full
+    assert len(full.splitlines()) > len(short.splitlines())
+
+
+def test_info_of_a_feature_network_names_its_command_metric_and_licence(runner, toy_site):
+    text = info(runner, "features-mnist")
+    assert "genzoo fit feature-classifier" in text and "accuracy 0.9942" in text and "CC BY-SA 3.0" in text
+
+
+def test_info_describes_a_method_that_has_no_pretrained_model_yet(runner):
+    text = info(runner, "mmb-reconstruct")
+    assert "a method with no pretrained model yet" in text
+    assert "genzoo fit mmb-reconstruct" in text and "count=500" in text  # a Config default
+    assert json.loads(info(runner, "mmb-reconstruct", "--json"))["kind"] == "method"
+
+
+def test_info_of_a_method_with_a_default_model_shows_that_model(runner):
+    assert info(runner, "ign").startswith("ign-mnist: ")
+
+
+def test_an_unpublished_catalogue_model_says_how_to_make_it(runner):
+    text = info(runner, "mmb-mnist-classifier-subset1")
+    assert "weights: not published" in text and "--set subset_seed=1" in text and "use:" not in text
+
+
+def test_a_misspelt_name_gets_a_suggestion(runner):
+    result = runner.invoke(cli, ["info", "ign-mnsit"])
+    assert result.exit_code == 1 and "did you mean ign-mnist?" in result.output
+    assert "did you mean" not in runner.invoke(cli, ["info", "nothing-like-it"]).output
+
+
+# -- genzoo list ----------------------------------------------------------------------------------------------
+
+
+def test_list_has_a_status_column_and_the_methods_without_a_model(runner, toy_site):
+    result = runner.invoke(cli, ["list"])
+    assert result.exit_code == 0
+    rows = {line.split()[0]: line for line in result.output.splitlines() if line and not line.startswith(" ")}
+    assert "STATUS" in rows["NAME"]
+    assert rows["ign-cifar10"].split()[4] == "experimental" and rows["ign-mnist"].split()[4] == "stable"
+    assert " unpublished " in rows["mmb-mnist-classifier-subset1"]
+    bare = result.output.split("no pretrained model yet")[1]
+    assert "mmb-reconstruct" in bare and "ign " not in bare and "toy" not in bare  # toy has toy-tiny
+    listed = json.loads(runner.invoke(cli, ["list", "--json"]).output)
+    assert {"features-mnist", "toy-tiny"} <= {row["name"] for row in listed if row["kind"] == "model"}
+    assert "mmb-reconstruct" in {row["name"] for row in listed if row["kind"] == "method"}
+
+
+def test_list_cuts_long_dataset_descriptions_and_says_where_the_whole_entry_is(runner):
+    from genzoo.cli.list_cmd import DATASET_WIDTH
+
+    long = [e for e in get_host().all_models().values() if len(e.dataset) > DATASET_WIDTH]
+    listed = runner.invoke(cli, ["list"])
+    header = listed.output.splitlines()[0]
+    assert len(header[header.index("DATASET"):header.index("WEIGHTS")]) <= DATASET_WIDTH + 2
+    assert long, "the bundled catalogue has long dataset descriptions (mmb-mnist)"
+    assert long[0].dataset not in listed.output and "genzoo info NAME" in listed.output
+    assert long[0].dataset in " ".join(info(runner, long[0].name).split())
+
+
+# -- the typed registry ---------------------------------------------------------------------------------------
+
+
+def test_every_catalogue_entry_has_a_status_limitations_and_genzoo_commands():
+    for entry in get_host().all_models().values():
+        if entry.source != "registry.yaml":
+            continue
+        assert entry.status in STATUSES and 20 < len(entry.limitations) < 400, entry.name
+        assert entry.command, entry.name
+        for command in entry.command:
+            assert command.removeprefix("OMP_NUM_THREADS=1 ").startswith("genzoo "), (entry.name, command)
+            assert "benchmarks/" not in command and ("--data-root" not in command or "--data-root DIR" in command)
+
+
+def test_every_distance_in_the_registry_has_its_reference_rows():
+    for entry in get_host().all_models().values():
+        for metric in entry.metrics:
+            if metric.metric in RANKED_METRICS:
+                assert metric.features and metric.n and metric.reference, (entry.name, metric)
+                references = reference_set(metric)
+                assert references is not None and len(references.rows_with(metric.metric)) >= 3, (entry.name, metric)
+
+
+def test_a_model_below_its_own_bars_is_experimental():
+    models = get_host().all_models()
+    assert models["ign-cifar10"].status == "experimental"
+    entropy = next(m for m in models["ign-cifar10"].metrics if m.metric == "class_entropy")
+    ffz = next(m for m in models["ign-cifar10"].metrics if m.of == "f(f(z))")
+    fz = next(m for m in models["ign-cifar10"].metrics if m.metric == "fid" and not m.of)
+    assert entropy.value < 0.9 and ffz.value > 1.05 * fz.value  # its own bars, missed
+
+
+def test_reference_placement_and_units():
+    refs = ReferenceSet("f", "d:test", 10, rows=tuple(
+        ReferenceRow(name, "", {"fid": v}) for name, v in (("real", 1.652), ("blur", 809.7), ("resize", 365.0))))
+    assert refs.place("fid", 677.7) == "between resize (365.0) and blur (809.7)"
+    assert refs.place("fid", 0.5) == "below every reference row (lowest: real (1.7))"
+    assert refs.place("fid", 900) == "above every reference row (highest: blur (809.7))"
+    assert refs.place("kid", 1.0) == ""
+    assert [format_value("kid", v) for v in (145.293, 0.02742, 54683.8, -49.05)] == ["145", "0.0274", "54,700", "-49.0"]
+
+
+def test_metrics_and_statuses_are_validated_with_clear_errors():
+    with pytest.raises(GenzooError, match=r"model 'x' in test: metric 'fid' needs a number as its value"):
+        ModelEntry.from_dict("x", {"method": "ign", "metrics": [{"metric": "fid", "value": "48.7 (good)"}]}, source="test")
+    with pytest.raises(GenzooError, match="status must be one of stable, experimental, got 'great'"):
+        ModelEntry.from_dict("x", {"method": "ign", "status": "great"}, source="test")
+    plain = ModelEntry.from_dict("x", {"method": "ign", "metrics": {"fid": 12.5}, "command": "genzoo fit ign"},
+                                 source="test")
+    assert plain.metrics == [Metric("fid", 12.5)] and plain.command == ["genzoo fit ign"]
+    assert plain.status == "experimental"  # a plugin's model says stable only when it states so
+
+
+def test_registry_reference_rows_match_the_measurements_they_come_from():
+    root = registry_path().parent / "docs" / "results"
+    files = {"features-mnist": "reference.json", "features-cifar10": "reference_cifar10.json",
+             "features-celeba64": "reference_celeba64.json"}
+    for references in load_reference_sets():
+        measured = json.loads((root / files[references.features]).read_text())["rows"]
+        for row in references.rows:
+            match = [r for r in measured.values() if abs(r["metrics"]["fid"] - row.values["fid"]) < 0.05]
+            assert len(match) == 1, (references.features, row.images)
+            assert abs(match[0]["metrics"]["kid"]["mean"] - row.values["kid"]) <= 0.002 * abs(row.values["kid"]) + 0.05
+            assert match[0]["n"] == references.n and match[0]["reference"]["spec"] == references.reference
+
+
+def test_registry_yaml_is_plain_yaml_with_models_and_references():
+    data = yaml.safe_load(registry_path().read_text())
+    assert set(data) == {"format_version", "references", "models"}
