@@ -55,3 +55,18 @@ def test_blur_and_noise_move_the_finest_level_most():
 def test_mismatched_shapes_are_refused():
     with pytest.raises(ValueError, match="one shape"):
         swd(torch.rand(4, 3, 32, 32), torch.rand(4, 1, 32, 32))
+
+
+def test_genzoo_eval_reports_swd_from_the_reference_pixels(toy_site, toy_npz):
+    """--metrics swd needs no features: the reference's own images score below blurred ones, per level and mean."""
+    import numpy as np
+
+    import genzoo
+
+    data = np.load(toy_npz)
+    x = torch.from_numpy(data["x"]).float().unsqueeze(1) / 255
+    common = dict(n=len(x), ref=f"npz:{toy_npz}", features="toy-features", metrics="swd", progress=False)
+    same = genzoo.evaluate(x, **common)["metrics"]
+    blurred = genzoo.evaluate(F.avg_pool2d(F.pad(x, (1, 1, 1, 1), mode="replicate"), 3, 1), **common)["metrics"]
+    assert set(same["swd_per_level"]) == {"swd_8"}  # 8x8 images: one level of 7x7 neighbourhoods
+    assert 0 <= same["swd"] < blurred["swd"]

@@ -14,6 +14,7 @@ import torch
 from ..errors import ArgumentError
 from ..hookspecs import hookimpl
 from .scores import class_statistics, fid, kid, max_ssim, nearest_feature_distance, within_class_distance
+from .swd import swd
 from .table import Scoring
 
 
@@ -76,6 +77,14 @@ def _check_memorization(o: Any, n_ref: int) -> None:
         raise ArgumentError("memorization_candidates", f"{{arg}} must be 0 (all) or more, got {o.memorization_candidates}")
 
 
+def _swd(s: Scoring) -> dict[str, Any]:
+    if s.real_images is None:
+        raise ArgumentError("metrics", "swd compares pixels and needs the reference images, which this evaluation "
+                            "did not keep")
+    scores = swd(s.real_images, s.images)  # fixed patch places and directions: a figure repeats exactly
+    return {"swd": scores["swd"], "swd_per_level": {k: v for k, v in scores.items() if k != "swd"}}
+
+
 @hookimpl
 def register_metrics(register):
     register("fid", _fid, summary="Frechet distance between the feature distributions (torchmetrics)")
@@ -90,6 +99,9 @@ def register_metrics(register):
     register("diversity", _diversity,
              summary="mean pairwise feature distance among images of one label, averaged over labels "
                      "(labelled sources; real images of the reference set the scale)")
+    register("swd", _swd,
+             summary="sliced Wasserstein distance x1e3 of 7x7 patches per Laplacian-pyramid level, on pixels "
+                     "(Karras et al. 2018); per level and mean; no feature network involved")
     register("memorization", _memorization, needs=("train",), check=_check_memorization,
              summary="mean max-SSIM and nearest-neighbour feature distance of a fixed subset of samples to the "
                      "training images")

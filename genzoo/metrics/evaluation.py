@@ -158,7 +158,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
         fake_f, fake_p = extract(space, images, progress=o.progress, desc="sample features")
         timings["features"] = time.time() - t2 + (reference_seconds if not reports else 0.0)
         scoring = Scoring(real_f, fake_f, fake_p, used_labels, images, one,
-                          load_train if train_data is not None else None)
+                          load_train if train_data is not None else None, real_images=ref_images)
         results: dict[str, Any] = {}
         t3 = time.time()
         for entry in entries:

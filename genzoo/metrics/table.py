@@ -33,7 +33,8 @@ class Scoring:
     ``real``/``fake``: reference and sample features (N, D); ``probs``: the feature network's class
     probabilities of the samples (None if it cannot classify); ``labels``: the labels the samples
     were made for (None if unconditional); ``images``: the samples, float NCHW in [0, 1];
-    ``options``: the evaluation's settings (:class:`genzoo.metrics.EvalOptions`).
+    ``options``: the evaluation's settings (:class:`genzoo.metrics.EvalOptions`);
+    ``real_images``: the reference images themselves, for metrics computed on pixels.
     """
 
     real: torch.Tensor
@@ -44,6 +45,7 @@ class Scoring:
     options: Any
     load_train: Callable[[], TrainingSet] | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    real_images: torch.Tensor | None = None
 
     def precision_recall(self) -> tuple[float, float]:
         if "precision_recall" not in self.cache:
