@@ -100,7 +100,7 @@ def save_pretrained(
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
-        write_tensors(state, staging / WEIGHTS_FILE, metadata={"format": "pt", "genzoo_method": method.name})
+        write_tensors(state, staging / WEIGHTS_FILE, metadata={"format": "pt"})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as fh:
             json.dump(document, fh, indent=2, sort_keys=False)
             fh.write("\n")

@@ -166,7 +166,20 @@ def test_exporting_twice_gives_byte_identical_files(tmp_path):
     from safetensors import safe_open
 
     with safe_open(str(tmp_path / "copy0" / "model.safetensors"), "pt") as fh:
-        assert fh.metadata() == {"format": "pt", "genzoo_method": "ign"}
+        assert fh.metadata() == {"format": "pt"}  # one key at most: the library writes it the same every time
+
+
+def test_tensor_files_take_one_metadata_key_and_tied_tensors(tmp_path):
+    from safetensors.torch import load_file
+
+    from genzoo.tensorfile import write_tensors
+
+    weight = torch.arange(6.0).view(2, 3)
+    with pytest.raises(genzoo.WeightsError, match="more than one key"):
+        write_tensors({"w": weight}, tmp_path / "two.safetensors", metadata={"format": "pt", "other": "x"})
+    write_tensors({"w": weight, "tied": weight, "row": weight[1]}, tmp_path / "tied.safetensors", metadata={"format": "pt"})
+    loaded = load_file(str(tmp_path / "tied.safetensors"))
+    assert torch.equal(loaded["tied"], weight) and torch.equal(loaded["row"], weight[1])
 
 
 def test_export_onto_a_file_is_refused(tmp_path):
