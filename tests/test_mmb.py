@@ -17,6 +17,10 @@ from genzoo_mmb.homogeneity import estimate_lambda, scaling_error
 from genzoo_mmb.kkt import KKTTarget, fit_multipliers
 from genzoo_mmb.reconstruct import MMBReconstruct, ReconstructConfig
 
+# The generator of the 2D toy: an MLP (a point is a 2 x 1 x 1 "image"), without mode seeking, one
+# generated set per classifier: the variant whose landing on the margin points these tests measure.
+POINTS = {"generator": "mlp", "mode_seeking": 0.0, "shared": False}
+
 
 def run_steps(method, steps, batch_size=16):
     """What genzoo.train's loop does with a method, without files: steps of its own optimiser."""
@@ -109,7 +113,7 @@ def test_trained_classifier_satisfies_stationarity_with_nonnegative_multipliers(
 
 def test_stationarity_loss_reaches_the_generator_and_the_multiplier_net(toy_classifier):
     torch.manual_seed(0)
-    gen = MMBGenerator(GeneratorConfig(classifiers=(str(toy_classifier[0]),), latent=4, width=32))
+    gen = MMBGenerator(GeneratorConfig(**POINTS, classifiers=(str(toy_classifier[0]),), latent=4, width=32))
     gen.setup_fit(None)
     labels = torch.arange(8) % 3
     x = gen.generate(torch.randn(8, 4), labels)
@@ -127,7 +131,7 @@ def test_stationarity_loss_reaches_the_generator_and_the_multiplier_net(toy_clas
 
 def test_generator_trains_and_reloads_without_the_classifier(toy_classifier, tmp_path):
     torch.manual_seed(0)
-    gen = MMBGenerator(GeneratorConfig(classifiers=(str(toy_classifier[0]),), latent=4, width=32))
+    gen = MMBGenerator(GeneratorConfig(**POINTS, classifiers=(str(toy_classifier[0]),), latent=4, width=32))
     gen.setup_fit(None)
     start = gen.generate(torch.randn(16, 4), torch.arange(16) % 3)
     before = gen.targets[0].margins(start, torch.arange(16) % 3).mean()
@@ -157,7 +161,7 @@ def test_reconstruction_starts_at_the_mean_image_once(toy_classifier):
 def test_generator_trained_from_the_classifier_alone_lands_on_its_margin_points(toy_classifier):
     path, x, y, _ = toy_classifier
     torch.manual_seed(0)
-    gen = MMBGenerator(GeneratorConfig(classifiers=(str(path),), latent=1, width=128, dual_weight=10.0, lr=1e-3))
+    gen = MMBGenerator(GeneratorConfig(**POINTS, classifiers=(str(path),), latent=1, width=128, dual_weight=10.0, lr=1e-3))
     gen.setup_fit(None)
     run_steps(gen, 1500, batch_size=16)
 
@@ -189,7 +193,8 @@ def test_fit_classifier_generator_and_reconstruction_from_the_cli(toy_npz, tmp_p
     assert clf.margin > 0 and clf.mean.shape == (1, 8, 8)
 
     result = runner.invoke(cli, ["fit", "mmb", "--steps", "3", "--batch-size", "8", "--out", str(gen_dir),
-                                 "--set", f"classifiers={clf_dir},{clf_dir}", "--set", "width=32", *common])
+                                 "--set", f"classifiers={clf_dir},{clf_dir}", "--set", "width=32",
+                                 "--set", "shared=false", *common])
     assert result.exit_code == 0, result.output
     result = runner.invoke(cli, ["fit", "mmb-reconstruct", "--steps", "3", "--out", str(rec_dir),
                                  "--set", f"classifier={clf_dir}", "--set", "count=12", *common])
@@ -229,7 +234,7 @@ def test_the_plugin_registers_its_methods_and_command():
 def test_a_code_book_generator_lands_near_the_training_points_and_samples_fresh_ones(toy_classifier, tmp_path):
     path, x, y, _ = toy_classifier
     torch.manual_seed(0)
-    gen = MMBGenerator(GeneratorConfig(classifiers=(str(path),), latent=2, width=64, codes=60, lr=3e-3))
+    gen = MMBGenerator(GeneratorConfig(**POINTS, classifiers=(str(path),), latent=2, width=64, codes=60, lr=3e-3))
     gen.setup_fit(None)
     run_steps(gen, 600)
     gen.prepare_export()
@@ -244,7 +249,7 @@ def test_a_code_book_generator_lands_near_the_training_points_and_samples_fresh_
     near = again.sample(30, labels=labels, seed=1, temperature=0.0)  # the label's mean code
     assert torch.allclose(near[0::3], near[0].expand(10, -1, -1, -1))
     with pytest.raises(GenzooError, match="codes=61"):
-        MMBGenerator(GeneratorConfig(classifiers=(str(path),), latent=2, width=16, codes=61)).setup_fit(None)
+        MMBGenerator(GeneratorConfig(**POINTS, classifiers=(str(path),), latent=2, width=16, codes=61)).setup_fit(None)
 
 
 def test_interpolation_walks_between_two_samples_of_one_label(tmp_path, plugin_commands):
@@ -317,7 +322,7 @@ def test_first_layer_view_keeps_pixel_distances_for_an_evenly_spread_layer(arch)
 def test_a_shared_set_gives_every_classifier_the_same_images_and_labels_and_its_own_multipliers(toy_classifier):
     torch.manual_seed(0)
     path = str(toy_classifier[0])
-    gen = MMBGenerator(GeneratorConfig(classifiers=(path, path), shared=True, latent=4, width=32))
+    gen = MMBGenerator(GeneratorConfig(**{**POINTS, "shared": True}, classifiers=(path, path), latent=4, width=32))
     gen.setup_fit(None)
     seen = []
     for target in gen.targets:
