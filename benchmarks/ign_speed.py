@@ -10,7 +10,8 @@ the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the medi
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
 exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
 network through torch.compile (inductor), training with the bottleneck's layers as plain
-convolutions instead of matrix products (``train_256_paired``: the two timed alternately),
+convolutions instead of matrix products (``train_256_paired``: the two timed alternately), the
+training step with f applied four times instead of three (``train_256_passes_paired``, alternately),
 channels-last memory format for training, and Adam's foreach and fused implementations (sampling's layouts: benchmarks/ign_inference_forms.py); with
 ``--layers``, each layer of the folded sampling network timed alone, whose summed time (plus the
 noise draw) bounds what any chaining of those kernels can reach. Run it on an idle
@@ -99,6 +100,33 @@ def paired_train_rates(a, b, batch: int, precision: str, rounds: int) -> tuple[f
     seconds = interleaved_seconds({"a": training_step(a, batch, precision), "b": training_step(b, batch, precision)},
                                   rounds, warmup=2)
     return batch / seconds["a"], batch / seconds["b"]
+
+
+class FourPassIGN:
+    """Mixin: IGN's losses as first written, with f applied four times (f(x), f(z), a frozen f'(f(z)) and f(y)
+    with y = f(z) detached), the form genzoo_ign.losses replaces with three passes of equal losses and gradients."""
+
+    def losses(self, x, z):
+        from torch.func import functional_call
+
+        from genzoo_ign.losses import distance, smooth_clamp
+
+        c, net = self.config, self.net
+        fx, fz = net(x), net(z)
+        f_fz = functional_call(net, {n: p.detach() for n, p in net.named_parameters()}, (fz,))
+        y = fz.detach()
+        rec, idem, tight = distance(fx, x, c.distance), distance(f_fz, fz, c.distance), -distance(net(y), y, c.distance)
+        if c.tight_clamp > 0:
+            scale = rec if c.clamp_scale == "rec" else distance(fz, z, c.distance)
+            tight = smooth_clamp(tight, scale.detach(), c.tight_clamp)
+        return {"rec": rec, "idem": idem, "tight": tight}
+
+
+def four_pass(model):
+    """A copy of ``model`` whose training step applies f four times (:class:`FourPassIGN`)."""
+    copied = copy.deepcopy(model)
+    copied.__class__ = type("FourPass" + type(model).__name__, (FourPassIGN, type(model)), {})
+    return copied
 
 
 def plain_layers(model):
@@ -229,6 +257,8 @@ def main() -> None:
             row[f"train_{batch}"] = dict(zip(("images_per_s", "gflops"), train_rate(fresh, batch, precision, args.rounds)))
         dense, plain = paired_train_rates(fresh, plain_layers(fresh), 256, precision, args.rounds)
         row["train_256_paired"] = {"matrix_product_bottleneck_images_per_s": dense, "plain_layers_images_per_s": plain}
+        three, four = paired_train_rates(fresh, four_pass(fresh), 256, precision, args.rounds)
+        row["train_256_passes_paired"] = {"three_passes_images_per_s": three, "four_passes_images_per_s": four}
         row["train_256_channels_last"] = dict(zip(("images_per_s", "gflops"),
                                                   train_rate(fresh, 256, precision, args.rounds, channels_last=True)))
         for adam in ("foreach", "fused"):

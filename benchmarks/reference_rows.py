@@ -3,6 +3,7 @@
     python benchmarks/reference_rows.py --dataset mnist --data-root DATA [--json docs/results/reference.json]
     python benchmarks/reference_rows.py --dataset cifar10 --data-root DATA --json docs/results/reference_cifar10.json
     python benchmarks/reference_rows.py --dataset celeba64 --data-root DATA --json docs/results/reference_celeba64.json
+    python benchmarks/reference_rows.py --dataset cifar10 --metrics swd --data-root DATA --json docs/results/reference_swd_cifar10.json
 
 Rows: real training images (a fixed random subset; all 4,000 training faces for celeba64) against
 the test split (the floor; for celeba64 the held-out faces 4,001-5,000), and the same images
@@ -69,6 +70,9 @@ def main() -> None:
     p = parser(__doc__, data=True)
     p.add_argument("--dataset", default="mnist", choices=sorted(DATASETS))
     p.add_argument("-n", type=int, default=None, help="Real images per row (default: the dataset's).")
+    p.add_argument("--metrics", default=None, help="Comma list of genzoo eval metrics (default: fid,kid,precision,"
+                                                   "recall and accuracy where the features classify); the rows are "
+                                                   "checked for order on the first")
     args = p.parse_args()
     setting = DATASETS[args.dataset]
 
@@ -80,7 +84,8 @@ def main() -> None:
     train = load_dataset(setting["train"], args.data_root)
     index = fixed_permutation(len(train), seed=1)[: args.n or setting["n"]]
     labels = train.labels[index] if train.labels is not None else None
-    metrics = "fid,kid,precision,recall" + (",accuracy" if space.can_classify() else "")
+    metrics = args.metrics or "fid,kid,precision,recall" + (",accuracy" if space.can_classify() else "")
+    primary = metrics.split(",")[0]
     rows = {}
     for name, images in degraded_rows(train.floats(index)).items():
         t = time.time()
@@ -90,13 +95,12 @@ def main() -> None:
         report["wall_seconds"] = round(time.time() - t, 1)
         rows[name] = report
         m = report["metrics"]
-        extra = f"  acc {m['accuracy']:.4f}  entropy {m['classes']['entropy']:.4f}" if "accuracy" in m else ""
-        print(f"{name}: FID {m['fid']:.2f}  KID {m['kid']['mean']:.4f}  P {m['precision']:.3f}  R {m['recall']:.3f}"
-              f"{extra}  ({report['seconds']})", flush=True)
-    fids = [rows[name]["metrics"]["fid"] for name in rows]
-    ordered = all(a < b for a, b in zip(fids, fids[1:]))
+        shown = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+        print(f"{name}: " + "  ".join(f"{k} {v:.4g}" for k, v in shown.items()) + f"  ({report['seconds']})", flush=True)
+    scores = [rows[name]["metrics"][primary] for name in rows]
+    ordered = all(a < b for a, b in zip(scores, scores[1:]))
     print(f"rows ranked in the expected order: {ordered}", flush=True)
-    result = {"dataset": args.dataset, "feature_network": space.name, "feature_network_accuracy": accuracy,
+    result = {"dataset": args.dataset, "metrics": metrics, "feature_network": space.name, "feature_network_accuracy": accuracy,
               "accuracy_task": setting["task"], "ranked_in_order": ordered, "rows": rows}
     write_json(args.json, result)
 
