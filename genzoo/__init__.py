@@ -9,7 +9,7 @@ from typing import Any
 
 from . import schedules
 from ._version import __version__
-from .datasets import ImageData
+from .datasets import ImageData, load_dataset
 from .errors import ArgumentError, GenzooError, UnsupportedVerb, WeightsError
 from .hookspecs import hookimpl
 from .loading import load
@@ -62,8 +62,4 @@ def __getattr__(name: str) -> Any:
         from .pushing import push_to_hub
 
         return push_to_hub
-    if name == "load_dataset":
-        from .datasets import load_dataset
-
-        return load_dataset
     raise AttributeError(f"module 'genzoo' has no attribute {name!r}")

@@ -2,18 +2,25 @@
 
 For a classifier Phi(theta; x) trained on (x_i, y_i), i = 1..N, with margins
 q_i = Phi_{y_i}(x_i) - max_{j != y_i} Phi_j(x_i), gradient descent on cross-entropy converges in
-direction to a KKT point. With theta~ = exp(-alpha Lambda) theta and alpha = log min_i q_i (so the
-smallest training margin under theta~ is 1), the conditions used here are, block by block,
+direction to a KKT point of the max-margin problem (Lyu and Li 2020 for homogeneous nets; Kunin et
+al. 2023, the asymmetric max-margin problem, for quasi-homogeneous ones). With
+theta~ = exp(-alpha Lambda) theta and alpha = log min_i q_i (so the smallest training margin under
+theta~ is 1), the conditions used here are, block by block,
 
     c_k theta~_k = sum_i lambda_i grad_{theta_k} q_i(theta~)    (stationarity)
-    q_i(theta~) >= 1,  lambda_i >= 0,  lambda_i (q_i(theta~) - 1) = 0
+    q_i(theta~) >= 1                                             (primal feasibility)
+    lambda_i >= 0                                                (dual feasibility)
+    lambda_i (q_i(theta~) - 1) = 0                               (complementary slackness)
 
 with c_k = 1 on the parameter tensors of largest Lambda and 0 elsewhere ("max-block", the limit
 of the quasi-homogeneous theory), or c_k = (Lambda_k / Lambda_max) exp(-2 alpha (Lambda_max -
 Lambda_k)) ("flow", the same condition before the limit). For a bias-free net both give c = 1.
 
 The sum over the unknown training set is estimated with generated points:
-sum_i lambda_i grad q_i ~ (N / B) sum_b lambda_b grad q_b.
+sum_i lambda_i grad q_i ~ (N / B) sum_b lambda_b grad q_b. Yu and Wang (2023) turn the conditions
+into two losses for the generator, which :meth:`KKTTarget.stationarity` and :func:`duality_loss`
+implement: the stationarity loss (the first condition) and the U-shaped duality loss (the other
+three).
 """
 
 from __future__ import annotations
@@ -86,7 +93,8 @@ class KKTTarget:
                      slope: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(relative stationarity residual, margins q(theta~; x, y), multiplier scale s), differentiable in x and lam.
 
-        With v = (N / B) sum_b lam_b grad q_b, the residual is taken after the best global scale s >= 0
+        Yu and Wang's stationarity loss: the stationarity condition's residual, relative to its left
+        side. With v = (N / B) sum_b lam_b grad q_b, the residual is taken after the best global scale s >= 0
         of the multipliers: min_s sum_k ||c_k theta~_k - s v_k||^2 / sum_k ||c_k theta~_k||^2. At a KKT
         point s = 1 (Euler: <theta~, grad q> = q / Lambda_max on the margin), so nothing changes there;
         away from it, the loss cannot be lowered by shrinking every multiplier together, which would
@@ -119,7 +127,8 @@ def relu_multipliers(pre: torch.Tensor) -> torch.Tensor:
 
 
 def duality_loss(q: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
-    """The U-shaped dual loss: relu(1 - q)^2 (feasibility) + w (q - 1)^2 (slackness), w = lambda / mean lambda.
+    """Yu and Wang's U-shaped duality loss: relu(1 - q)^2 (primal feasibility) + w (q - 1)^2
+    (complementary slackness), w = lambda / mean lambda (dual feasibility is lambda's ReLU).
 
     Zero exactly when the KKT conditions hold; a point with lambda > 0 is pulled onto the margin
     q = 1 from both sides, more steeply from the infeasible side q < 1. The multiplier enters as a
@@ -132,7 +141,8 @@ def duality_loss(q: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
 
 
 def box_penalty(x: torch.Tensor) -> torch.Tensor:
-    """sum_pixels relu(-x)^2 + relu(x - 1)^2 per image, mean over the batch: keeps free pixels in [0, 1]."""
+    """Haim et al.'s prior loss: sum_pixels relu(-x)^2 + relu(x - 1)^2 per image, mean over the batch,
+    which keeps free pixels in [0, 1]."""
     return (torch.relu(-x).pow(2) + torch.relu(x - 1).pow(2)).flatten(1).sum(1).mean()
 
 
