@@ -41,7 +41,7 @@ def _print(report: dict, several: bool) -> None:
     click.echo(f"{report['source']}{applied}: {report['n']} images vs {report['reference']['spec']} "
                f"({report['reference']['n']}), features {report['features']['name']}")
     for key, value in report["metrics"].items():
-        if key == "kid":  # reported x 1e3, as registry.yaml's kid_x1e3 does
+        if key == "kid":  # printed x 1e3 (the raw estimate is tiny for normalised features; registry.yaml keeps it raw)
             value = {**value, "mean": value["mean"] * 1e3, "std": value["std"] * 1e3}
             key = "kid_x1e3"
         if isinstance(value, dict):
