@@ -339,3 +339,12 @@ def test_a_shared_set_gives_every_classifier_the_same_images_and_labels_and_its_
         (x0, y0, lam0), (x1, y1, lam1) = seen
         assert x1 is x0 and torch.equal(y1, y0)
     assert gen.multiplier[0].in_features == 2 + 3 + 2  # h(x, y, k): k one-hot even when shared
+
+
+def test_mode_seeking_is_zero_for_a_batch_without_two_images_of_a_label():
+    from genzoo_mmb.generator import mode_seeking_ratio
+
+    x, z = torch.rand(3, 1, 4, 4, requires_grad=True), torch.randn(3, 2)
+    assert mode_seeking_ratio(x, z, torch.tensor([0, 1, 2])) == 0  # not the mean of no pairs (nan)
+    ratio = mode_seeking_ratio(x, z, torch.tensor([0, 1, 0]))
+    assert torch.isfinite(ratio) and ratio > 0

@@ -338,10 +338,13 @@ def mode_seeking_ratio(x: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
     """Mean over same-label pairs of ||v(G(z1)) - v(G(z2))|| / ||z1 - z2|| (Mao et al. 2019).
 
     v is the identity (pixels) or ``view``; the image distance is divided by sqrt(the number of
-    input values), so that it is a per-pixel figure either way.
+    input values), so that it is a per-pixel figure either way. A batch with no two images of one
+    label (fewer images than labels) has no pair to spread: the ratio is 0, not the mean of nothing.
     """
-    flat = (view(x) if view is not None else x).flatten(1)
     same = (labels[:, None] == labels[None]) & ~torch.eye(len(labels), dtype=torch.bool, device=labels.device)
+    if not same.any():
+        return x.new_zeros(())
+    flat = (view(x) if view is not None else x).flatten(1)
     image = torch.cdist(flat, flat)[same] / math.sqrt(x[0].numel())
     latent = torch.cdist(z, z)[same].clamp_min(1e-6)
     return (image / latent).mean()

@@ -52,7 +52,7 @@ class RobustConfig:
     refine_eps: Annotated[float, NonNegative] = 2.0  # L2 radius of refinement around the input, [0, 1] pixel units
     refine_step_size: Annotated[float, Positive] = 0.1
     refine_realness_weight: Annotated[float, NonNegative] = 1.0
-    # measured on robust-mnist, neither helps (docs/methods/robust.md): noise 0.01 raised FID, stopping changed nothing
+    # measured on robust-mnist, neither helps (docs/lab/robust.md): noise 0.01 raised FID, stopping changed nothing
     langevin: Annotated[float, NonNegative] = 0.0  # std of the noise added at each refinement step (0: plain ascent)
     stop_at: Annotated[float, Probability] = 0.0  # stop refining an image once its realness exceeds this (0: never)
 
