@@ -293,8 +293,14 @@ class _FlipFlopProbe:
 
 
 def _interrupting_toy(at_steps):
-    """The toy, sending itself SIGINT (Ctrl-C) in the middle of the given steps (after drawing noise)."""
+    """The toy, sending itself SIGINT (Ctrl-C) in the middle of the given steps (after drawing noise).
+
+    The signal goes to this thread (pthread_kill), so its handler runs before the next one is sent: with
+    os.kill the kernel may hand it to another of the process's threads, and two signals sent while that
+    thread waits for a core arrive as one.
+    """
     import signal
+    import threading
 
     toy = genzoo.get_host().method("toy")
 
@@ -302,7 +308,7 @@ def _interrupting_toy(at_steps):
         def training_step(self, batch):
             losses = super().training_step(batch)
             for _ in range(at_steps.get(batch["step"], 0)):
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.pthread_kill(threading.get_ident(), signal.SIGINT)
             return losses
 
     return Interrupting
