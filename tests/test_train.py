@@ -376,6 +376,7 @@ def test_segments_past_the_checkpoint_a_run_resumes_from_are_cut(toy_site, toy_n
 
 def test_ctrl_c_on_the_command_line_exits_130_after_saving(toy_site, toy_npz, tmp_path, monkeypatch):
     import signal
+    import threading
 
     from click.testing import CliRunner
 
@@ -386,7 +387,7 @@ def test_ctrl_c_on_the_command_line_exits_130_after_saving(toy_site, toy_npz, tm
 
     def interrupted(self, batch):
         if batch["step"] == 2:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread: see _interrupting_toy
         return step(self, batch)
 
     monkeypatch.setattr(toy, "training_step", interrupted)
