@@ -49,17 +49,22 @@ class _Shape:
     image_size: int = 4
 
 
-class BatchDependent(genzoo.Method):
-    """Broken on purpose: each image is shifted by its batch's mean noise, so it depends on its neighbours."""
+class _OneScaleSampler(genzoo.Method):
+    """A 4x4 sampler with one parameter: the shared body of the broken samplers below."""
 
-    name = "batch-dependent"
-    summary = "a method that breaks per-image seeding"
     Config = _Shape
     capabilities = frozenset({"sample"})
 
     def __init__(self, config=None):
         super().__init__(config)
         self.scale = torch.nn.Parameter(torch.ones(()))
+
+
+class BatchDependent(_OneScaleSampler):
+    """Broken on purpose: each image is shifted by its batch's mean noise, so it depends on its neighbours."""
+
+    name = "batch-dependent"
+    summary = "a method that breaks per-image seeding"
 
     def sample_batch(self, noise, labels):
         z = noise.randn(1, 4, 4)
@@ -102,34 +107,22 @@ def test_a_resume_that_is_not_exact_fails_with_the_rules_name():
     assert "check_sample_images" not in str(info.value)  # the rules it keeps are not reported
 
 
-class GlobalNoise(genzoo.Method):
+class GlobalNoise(_OneScaleSampler):
     """Broken on purpose: its starting noise comes from torch's global RNG, not from the noise object."""
 
     name = "global-noise"
     summary = "a method that ignores its noise argument"
-    Config = _Shape
-    capabilities = frozenset({"sample"})
-
-    def __init__(self, config=None):
-        super().__init__(config)
-        self.scale = torch.nn.Parameter(torch.ones(()))
 
     def sample_batch(self, noise, labels):
         return torch.sigmoid(self.scale * torch.randn(len(noise), 1, 4, 4))
 
 
-class Rounding(genzoo.Method):
+class Rounding(_OneScaleSampler):
     """Each image moves by 3e-5 times its batch's spread: a stand-in for the rounding a many-step
     sampler amplifies, which differs with the batch size."""
 
     name = "rounding"
     summary = "a method whose images differ with the batch by about 3e-5"
-    Config = _Shape
-    capabilities = frozenset({"sample"})
-
-    def __init__(self, config=None):
-        super().__init__(config)
-        self.scale = torch.nn.Parameter(torch.ones(()))
 
     def sample_batch(self, noise, labels):
         z = noise.randn(1, 4, 4)
