@@ -111,3 +111,27 @@ def test_training_pulls_one_step_samples_onto_a_single_image():
     after = (model.sample(16, seed=0) - target).abs().mean().item()
     assert before == pytest.approx(0.5, abs=0.01)
     assert after < 0.25
+
+
+def test_genzoo_eval_passes_sample_options_to_the_model(toy_site, toy_npz, tmp_path):
+    """`genzoo eval DIR --opt steps=2` scores the two-step sampler; a misspelt option is one clear error."""
+    import json
+
+    from click.testing import CliRunner
+
+    import genzoo
+    from genzoo.cli import cli
+
+    directory = genzoo.save_pretrained(Consistency(TINY), tmp_path / "tiny")
+    common = [str(directory), "--ref", f"npz:{toy_npz}", "--features", "toy-features", "--metrics", "swd", "-n", "16",
+              "--no-progress"]
+    reports = {}
+    for steps in (1, 2):
+        out = tmp_path / f"steps{steps}.json"
+        result = CliRunner().invoke(cli, ["eval", *common, "--opt", f"steps={steps}", "--json", str(out)])
+        assert result.exit_code == 0, result.output
+        reports[steps] = json.loads(out.read_text())
+    assert reports[2]["sample_options"] == {"steps": 2}
+    assert reports[1]["metrics"]["swd"] != reports[2]["metrics"]["swd"]
+    wrong = CliRunner().invoke(cli, ["eval", *common, "--opt", "stpes=2"])
+    assert wrong.exit_code != 0 and "no option(s) ['stpes']" in wrong.output

@@ -38,12 +38,14 @@ class EvalOptions:
     n: int = option(10000, flags=("-n", "--num"), help="Number of generated images to score.")
     ref: str = option("mnist:test", help="Reference images: a dataset spec (drawn with a fixed permutation).")
     metrics: str | None = option(None, help="Comma list of metrics (`genzoo datasets --metrics` lists them; default: "
-                                            "fid,kid,precision,recall, and accuracy where the feature network classifies).")
+                                            "the --ref dataset's own list, else fid,kid,precision,recall, and "
+                                            "accuracy where the feature network classifies).")
     features: str | None = option(None, help="Feature network (default: the one registered for --ref's dataset; "
                                              "'inception' online).")
     refine: str | None = option(None, metavar="MODEL", help="Refine the samples with another model first.")
     refine_steps: int | None = option(None, help="Steps for --refine (default: the refiner's own).")
     refine_options: dict[str, Any] = option(default_factory=dict, cli=False)
+    sample_options: dict[str, Any] = option(default_factory=dict, cli=False)  # the generator's, e.g. steps
     apply: int | tuple[int, ...] = option(1, help="Apply the model K times (sample, then refine K-1 times); "
                                                    "K1,K2,... scores each K (one report each).")
     labels: Any = option(None, cli=False)
@@ -67,14 +69,17 @@ class EvalOptions:
 
     def metric_entries(self, can_classify: bool = True) -> list[MetricEntry]:
         metrics = self.metrics
+        host = get_host()
         if metrics is None:
-            metrics = DEFAULT_METRICS if can_classify else DEFAULT_METRICS.replace(",accuracy", "")
+            dataset = host.datasets.get(self.ref.split(":", 1)[0])
+            metrics = (dataset.default_metrics if dataset is not None else "") or DEFAULT_METRICS
+            if not can_classify:
+                metrics = ",".join(m for m in metrics.split(",") if m.strip() != "accuracy")
         names = [m.strip() for m in metrics.split(",") if m.strip()] if isinstance(metrics, str) \
             else [str(m) for m in metrics]
         names = ["memorization" if m == "memorisation" else m for m in names]
         if not names:
             raise ArgumentError("metrics", "{arg} names no metric; give a comma list such as fid,kid")
-        host = get_host()
         unknown = sorted(set(names) - set(host.metrics))
         if unknown:
             raise ArgumentError("metrics", f"{{arg}}: unknown metric(s) {unknown}; choose from {', '.join(sorted(host.metrics))}")
@@ -175,6 +180,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
             "apply": k,
             "refine_steps": o.refine_steps,
             "refine_options": dict(o.refine_options or {}),
+            "sample_options": dict(o.sample_options or {}),
             "n": len(images),
             "seed": o.seed,
             "reference": {"spec": o.ref, "n": ref_count, "drawn_with": f"fixed permutation, seed {REFERENCE_SEED}"},
@@ -197,6 +203,8 @@ def _source_model(source: Any, o: EvalOptions) -> Method | None:
     if isinstance(source, torch.Tensor) or (isinstance(source, str) and source.split(":", 1)[0] in ("npz", "folder")):
         if o.refine is not None or o.applies() != (1,):
             raise ArgumentError("refine", f"{{arg}} and apply work on a model's samples, not on the images of {source}")
+        if o.sample_options:
+            raise ArgumentError("sample_options", f"{{arg}} {sorted(o.sample_options)} are a model's; {source} is images")
         return None
     return source if isinstance(source, Method) else load(source, device=o.device)
 
@@ -230,5 +238,5 @@ def _images(source: Any, model: Method | None, refiner: Method | None,
         return data.floats(index), (data.labels[index] if data.labels is not None else o.labels), source
     images, used = generate(model, o.n, seed=o.seed, labels=o.labels, apply=o.apply, refiner=refiner,
                             refine_steps=o.refine_steps, refine_options=o.refine_options, batch_size=o.batch_size,
-                            device=o.device, precision=o.precision, progress=o.progress)
+                            device=o.device, precision=o.precision, progress=o.progress, options=o.sample_options)
     return images, used, str(source) if isinstance(source, str) else model.name
