@@ -46,7 +46,9 @@ def register_datasets(register):
     ``genzoo.ImageData`` or a pair ``(images, labels)``: images uint8 (N, H, W), (N, H, W, C) or
     (N, C, H, W), or float in [0, 1]; labels int (N,) or None. Other fields: ``summary``,
     ``num_classes`` (0 = no labels), ``splits`` ({split: size or None}), ``files`` (what must be
-    under the root, for error messages and ``genzoo datasets``), ``default_split``, ``license``.
+    under the root, for error messages and ``genzoo datasets``), ``default_split``, ``license``,
+    ``default_metrics`` (what ``genzoo eval`` scores first when ``--metrics`` is not given, e.g.
+    "swd,fid" where the feature network is blind to something the data needs).
     """
 
 

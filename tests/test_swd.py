@@ -70,3 +70,14 @@ def test_genzoo_eval_reports_swd_from_the_reference_pixels(toy_site, toy_npz):
     blurred = genzoo.evaluate(F.avg_pool2d(F.pad(x, (1, 1, 1, 1), mode="replicate"), 3, 1), **common)["metrics"]
     assert set(same["swd_per_level"]) == {"swd_8"}  # 8x8 images: one level of 7x7 neighbourhoods
     assert 0 <= same["swd"] < blurred["swd"]
+
+
+def test_faces_are_scored_first_in_pixels_and_other_datasets_keep_the_feature_metrics():
+    from genzoo.metrics.evaluation import EvalOptions
+
+    faces = [e.name for e in EvalOptions(ref="celeba64:test").metric_entries(can_classify=False)]
+    digits = [e.name for e in EvalOptions(ref="mnist:test").metric_entries(can_classify=True)]
+    files = [e.name for e in EvalOptions(ref="npz:somewhere.npz").metric_entries(can_classify=False)]
+    assert faces[0] == "swd" and "fid" in faces
+    assert digits == ["fid", "kid", "precision", "recall", "accuracy"]
+    assert files == ["fid", "kid", "precision", "recall"]

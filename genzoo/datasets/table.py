@@ -104,11 +104,12 @@ class DatasetEntry:
     default_split: str = "train"
     license: str = ""
     source: str = "genzoo"
+    default_metrics: str = ""  # what `genzoo eval` scores when --metrics is not given ("": genzoo's default)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "summary": self.summary, "shape": list(self.shape), "num_classes": self.num_classes,
                 "splits": dict(self.splits), "files": self.files, "default_split": self.default_split,
-                "license": self.license, "source": self.source}
+                "license": self.license, "source": self.source, "default_metrics": self.default_metrics}
 
     def choose_split(self, split: str, preferred: str | None = None) -> str:
         """The split a spec asks for (``split``, else ``preferred`` if this dataset has it, else its default)."""
@@ -133,7 +134,8 @@ class DatasetEntry:
 
 def registered_entry(name: str, load: Callable[[Path, str], Any], *, shape: tuple[int, int, int], summary: str = "",
                      num_classes: int = 0, splits: dict[str, int | None] | None = None, files: str = "",
-                     default_split: str = "train", license: str = "", source: str) -> DatasetEntry:
+                     default_split: str = "train", license: str = "", default_metrics: str = "",
+                     source: str) -> DatasetEntry:
     """The row a ``register_datasets`` call describes, checked (the arguments are the hook's)."""
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name or ""):
         raise GenzooError(f"dataset name {name!r} must be lower-case letters, digits, '.', '-' or '_' "
@@ -146,7 +148,7 @@ def registered_entry(name: str, load: Callable[[Path, str], Any], *, shape: tupl
     if default_split not in splits:
         raise GenzooError(f"dataset {name!r}: default_split {default_split!r} is not one of its splits {list(splits)}")
     return DatasetEntry(name, summary, tuple(shape), int(num_classes), splits, files, _as_image_data(name, load),
-                        default_split, license, source)
+                        default_split, license, source, default_metrics)
 
 
 def _as_image_data(name: str, load: Callable[[Path, str], Any]) -> Callable[[Path, str], ImageData]:
