@@ -5,11 +5,16 @@
         [--json docs/results/robust.json]
     python benchmarks/robust_refine.py --generator ign-cifar10 --ref cifar10:test --refiners robust-cifar10 \
         --data-root DATA --json docs/results/robust_cifar10.json
+    python benchmarks/robust_refine.py --generator consistency-mnist --sample-opt steps=2 \
+        --refiners robust-mnist,consistency-mnist --data-root DATA
+
 
 For each refiner: FID, KID, precision, recall, class entropy and confidence of the refined
 samples, how often the eval classifier agrees with the label the refiner aimed at (before and after), and
 refinement speed (images/s). The generator's samples are drawn once (--seed, default 0) and shared.
-``--opt KEY=VALUE`` passes any other refine option (e.g. ``langevin=0.02``, ``stop_at=0.9``).
+``--opt KEY=VALUE`` passes any other refine option (e.g. ``langevin=0.02``, ``stop_at=0.9``);
+``--sample-opt KEY=VALUE`` a sample option of the generator (e.g. ``steps=2``). A refiner that does not
+classify (a consistency model, say) refines without labels, and has no label agreement.
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ def main() -> None:
     p.add_argument("--eps", type=float, default=None, help="refinement radius (default: each refiner's own)")
     p.add_argument("--step-size", type=float, default=None, help="refinement step size (default: each refiner's own)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="another refine option (repeatable)")
+    p.add_argument("--sample-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="a sample option of the generator (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generator's samples (refinement noise too)")
     args = p.parse_args()
 
     generator = genzoo.load(args.generator)
-    samples = generator.sample(args.n, seed=args.seed, progress=True)
+    samples = generator.sample(args.n, seed=args.seed, progress=True, **_options(args.sample_opt))
     metrics = "fid,kid,precision,recall"
     rows = {"unrefined": genzoo.evaluate(samples, n=args.n, metrics=metrics, ref=args.ref, data_root=args.data_root,
                                          progress=False)}
@@ -45,24 +52,34 @@ def main() -> None:
     _, probs = extract(feature_space(dataset=args.ref.split(":")[0]), samples)
     predicted = probs.argmax(1)
     options = {k: v for k, v in (("eps", args.eps), ("step_size", args.step_size)) if v is not None}
-    options.update((key, float(value)) for key, _, value in (opt.partition("=") for opt in args.opt))
+    options.update(_options(args.opt))
     for name in args.refiners.split(","):
         refiner = genzoo.load(name)
-        labels = refiner.predict_labels(samples)
-        before = float((predicted == labels).double().mean())
+        classifies = hasattr(refiner, "predict_labels")
+        labels = refiner.predict_labels(samples) if classifies else None
+        before = float((predicted == labels).double().mean()) if classifies else None
         t = time.time()
         refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=args.seed, progress=True, **options)
         speed = args.n / (time.time() - t)
-        report = genzoo.evaluate(refined, n=args.n, labels=labels, metrics=metrics + ",accuracy", ref=args.ref,
-                                 data_root=args.data_root, progress=False)
+        report = genzoo.evaluate(refined, n=args.n, labels=labels, metrics=metrics + (",accuracy" if classifies else ""),
+                                 ref=args.ref, data_root=args.data_root, progress=False)
         report["refine_images_per_second"] = round(speed, 1)
         report["refine_options"] = {"steps": args.steps, **options}
         report["label_accuracy_before"] = before
         report["mean_l2_change"] = float((refined - samples).flatten(1).norm(dim=1).mean())
         rows[name] = report
-        print(name, json.dumps(report["metrics"]), f"label accuracy before {before:.4f}", f"{speed:.0f} img/s", flush=True)
+        agreement = f"label accuracy before {before:.4f}" if classifies else "no labels"
+        print(name, json.dumps(report["metrics"]), agreement, f"{speed:.0f} img/s", flush=True)
     # the rows' own "seed" is evaluate's (the reference draw); the samples' seed is this one
-    write_json(args.json, {"sample_seed": args.seed, **rows})
+    write_json(args.json, {"sample_seed": args.seed, "sample_options": _options(args.sample_opt), **rows})
+
+
+def _options(pairs: list[str]) -> dict[str, float | int]:
+    """KEY=VALUE pairs as numbers (ints where they parse as ints)."""
+    options: dict[str, float | int] = {}
+    for key, _, value in (pair.partition("=") for pair in pairs):
+        options[key] = int(value) if value.lstrip("-").isdigit() else float(value)
+    return options
 
 
 if __name__ == "__main__":
