@@ -76,7 +76,7 @@ class Consistency(genzoo.Method):
     summary = "Consistency model trained from scratch (consistency training): one network call per sample"
     Config = ConsistencyConfig
     capabilities = frozenset({"fit", "sample", "refine"})
-    default_model = None  # no pretrained model yet
+    default_model = "consistency-mnist"
     paper = PAPER
     sample_options = {"steps": int}
     refine_options = {"sigma": float}
