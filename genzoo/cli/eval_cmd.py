@@ -3,23 +3,23 @@ from pathlib import Path
 
 import click
 
+from ..configs import parse_assignments
 from ..errors import GenzooError
 from ..metrics.evaluation import EvalOptions, evaluate
-from ..loading import load
-from .options import device_from, device_option, options_from, parse_labels, parse_options, parse_refine_options
+from .options import device_from, device_option, options_from, parse_labels, parse_refine_options
 
 
 @click.command("eval")
 @click.argument("name")
 @options_from(EvalOptions)
-@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
+@click.option("--opt", "sample_options", multiple=True, metavar="KEY=VALUE",
               help="Sample option of the model, e.g. steps=2 for a consistency model (repeatable).")
 @click.option("--refine-opt", "refine_opts", multiple=True, metavar="KEY=VALUE",
               help="Refine option for --refine, e.g. eps=1.0 for robust-mnist (repeatable).")
 @click.option("--labels", default=None, help="Labels to request from a conditional model (comma list or file).")
 @click.option("--json", "json_out", default=None, help="Also write the full result as JSON to this file.")
 @device_option
-def command(name, opts, refine_opts, labels, json_out, device, **options):
+def command(name, sample_options, refine_opts, labels, json_out, device, **options):
     """Score a model's samples (or npz:PATH / folder:PATH images) against reference data.
 
     \b
@@ -31,9 +31,8 @@ def command(name, opts, refine_opts, labels, json_out, device, **options):
     if json_out and Path(json_out).is_dir():
         raise GenzooError(f"--json {json_out} is a folder; name a file, e.g. {Path(json_out) / 'eval.json'}")
     refine_options = parse_refine_options(refine_opts, options["refine_steps"], options["refine"])
-    sample_options = parse_options(opts, load(name).sample_options, f"{name} sample") if opts else {}
-    result = evaluate(name, refine_options=refine_options, sample_options=sample_options, labels=parse_labels(labels),
-                      device=device_from(device), **options)
+    result = evaluate(name, refine_options=refine_options, sample_options=parse_assignments(sample_options, "--opt"),
+                      labels=parse_labels(labels), device=device_from(device), **options)
     if json_out:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(json.dumps(result, indent=2) + "\n")

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import torch
 
 from .._version import __version__
-from ..configs import option
+from ..configs import coerce_value, option
 from ..datasets import ImageData, fixed_permutation, load_dataset
 from ..errors import ArgumentError, GenzooError
 from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, generate
@@ -206,7 +206,12 @@ def _source_model(source: Any, o: EvalOptions) -> Method | None:
         if o.sample_options:
             raise ArgumentError("sample_options", f"{{arg}} {sorted(o.sample_options)} are a model's; {source} is images")
         return None
-    return source if isinstance(source, Method) else load(source, device=o.device)
+    model = source if isinstance(source, Method) else load(source, device=o.device)
+    if o.sample_options:  # typed by what the model declares (CLI values arrive as strings)
+        model._check_options(o.sample_options, model.sample_options, "sample")
+        o.sample_options = {key: coerce_value(value, model.sample_options[key], f"--opt {key}")
+                            for key, value in o.sample_options.items()}
+    return model
 
 
 def _check_shapes(model: Method | None, refiner: Method | None, reference: ImageData, train: ImageData | None) -> None:
