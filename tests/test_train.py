@@ -139,6 +139,23 @@ def test_export_of_a_kept_checkpoint_equals_a_run_to_that_step(toy_site, toy_npz
     assert missing.exit_code != 0 and "no complete checkpoint at step 1" in missing.output and "step-00000006" in missing.output
 
 
+def test_export_keeps_no_machine_paths_in_the_training_commands(toy_site, toy_npz, tmp_path):
+    from click.testing import CliRunner
+
+    from genzoo.cli import cli
+
+    command = (f"genzoo fit toy --dataset npz:{toy_npz} --data-root {tmp_path}/data --init {tmp_path}/base "
+               f"--out {tmp_path}/run --steps 3")
+    run = _fit(tmp_path / "run", toy_npz, 3, command=command)
+    result = CliRunner().invoke(cli, ["export", str(run), str(tmp_path / "clean")])
+    assert result.exit_code == 0, result.output
+    provenance = json.loads((tmp_path / "clean" / "config.json").read_text())["provenance"]
+    portable = f"genzoo fit toy --dataset npz:DIR/{toy_npz.name} --data-root DIR --init models/base --out runs/run --steps 3"
+    assert provenance["commands"] == [portable]
+    assert str(tmp_path) not in (tmp_path / "clean" / "config.json").read_text()
+    assert str(tmp_path) in (run / "config.json").read_text()  # the run itself keeps what was typed
+
+
 @pytest.mark.slow
 def test_two_processes_match_one_process_with_the_same_global_batch(toy_site, toy_npz, tmp_path):
     """Under `accelerate launch --multi_gpu --num_processes 2` on CPU, each process takes half the

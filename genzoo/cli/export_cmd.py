@@ -1,4 +1,5 @@
-from pathlib import Path
+import shlex
+from pathlib import Path, PurePath
 
 import click
 
@@ -26,7 +27,10 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
     """Copy a model (a training output directory, a name, hf://...) to DEST as a clean model directory.
 
     DEST gets only config.json and model.safetensors (no checkpoints or logs), ready to bundle in
-    a package or push; the sha256 of both files is printed for a registry entry.
+    a package or push; the sha256 of both files is printed for a registry entry. The training
+    commands and the dataset in its provenance keep no paths of this machine: --data-root becomes
+    DIR, --out runs/NAME, --init PATH models/NAME and --dataset npz:PATH npz:DIR/FILE (names of
+    models and built-in datasets stay as they are).
     """
     if Path(dest).exists() and not Path(dest).is_dir():
         raise GenzooError(f"DEST {dest} is a file; a model is exported to a directory: choose another path")
@@ -39,6 +43,7 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
         if recalibrate:
             model.prepare_export()
             provenance = {**(provenance or {}), "recalibrated_at_export": True}
+    provenance = portable_provenance(provenance)
     if sets:
         overrides = parse_assignments(sets)
         model = with_config(model, overrides)
@@ -49,6 +54,52 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
     click.echo("files:")
     for name, digest in file_hashes(out).items():
         click.echo(f"  {name}: {digest}")
+
+
+def _dataset_spec(spec: str) -> str:
+    """``npz:/home/me/faces.npz`` -> ``npz:DIR/faces.npz``; a built-in dataset's name stays as it is."""
+    kind, colon, path = spec.partition(":")
+    return f"{kind}:DIR/{PurePath(path).name}" if colon and "/" in path else spec
+
+
+PATH_PLACEHOLDERS = {"--data-root": lambda path: "DIR", "--out": lambda path: f"runs/{PurePath(path).name}",
+                     "--init": lambda path: f"models/{PurePath(path).name}" if "/" in path else path,
+                     "--dataset": _dataset_spec}
+
+
+def portable_command(command: str) -> str:
+    """``command`` with the paths that only mean something on the machine that ran it replaced by placeholders."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not a shell line we wrote: leave it as it is
+        return command
+    out: list[str] = []
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if eq and flag in PATH_PLACEHOLDERS:
+            word = f"{flag}={PATH_PLACEHOLDERS[flag](value)}"
+        elif i > 0 and words[i - 1] in PATH_PLACEHOLDERS:
+            word = PATH_PLACEHOLDERS[words[i - 1]](word)
+        out.append(word)
+    return shlex.join(out)
+
+
+def portable_provenance(provenance: dict | None) -> dict | None:
+    """The provenance with :func:`portable_command` applied to its commands and its segments' commands."""
+    if not provenance:
+        return provenance
+    result = dict(provenance)
+    if isinstance(result.get("commands"), list):
+        result["commands"] = [portable_command(str(c)) for c in result["commands"]]
+    if isinstance(result.get("command"), str):
+        result["command"] = portable_command(result["command"])
+    if isinstance(result.get("dataset"), str):
+        result["dataset"] = _dataset_spec(result["dataset"])
+    if isinstance(result.get("segments"), list):
+        result["segments"] = [{**seg, "command": portable_command(seg["command"])}
+                              if isinstance(seg, dict) and isinstance(seg.get("command"), str) else seg
+                              for seg in result["segments"]]
+    return result
 
 
 def with_config(model, overrides: dict[str, str]):
