@@ -6,7 +6,7 @@
     python benchmarks/ign_quality.py --model ign-celeba64 --ref celeba64:test -n 5000 --memorization \
         --data-root DATA --json docs/results/ign_celeba64.json --grid docs/results/ign_celeba64.png
 
-The scores are `genzoo eval MODEL -n N --apply 1,2,3 --ref REF` (metrics fid, kid, precision,
+The scores are `genzoo eval MODEL -n N --apply 1,2,3 --ref REF` (metrics swd, fid, kid, precision,
 recall). ``--memorization`` adds the mean max-SSIM of 1,000 samples to the training split of REF's
 dataset and their mean nearest-neighbour feature distance, with the same figures for the held-out
 reference images themselves beside them (what "not copies" is measured against). ``--grid`` writes
@@ -47,7 +47,7 @@ def main() -> None:
     model = genzoo.load(args.model)
     reference = genzoo.load_dataset(args.ref, args.data_root)
     common = dict(ref=args.ref, data_root=args.data_root, progress=False)
-    metrics = "fid,kid,precision,recall" + (",memorization" if args.memorization else "")
+    metrics = "swd,fid,kid,precision,recall" + (",memorization" if args.memorization else "")
     reports = genzoo.evaluate(model, n=args.n, apply=(1, 2, 3), metrics=metrics, seed=args.seed,
                               kid_subset_size=min(1000, args.n, len(reference)), **common)
     rows = {f"apply {report['apply']}": report for report in reports}
@@ -57,7 +57,7 @@ def main() -> None:
         classes = f" entropy {c['entropy']:.4f} confidence {c['confidence']:.3f} classes {c['histogram']}" if c else ""
         mem = m.get("memorization")
         memo = f" max-SSIM {mem['max_ssim_mean']:.3f} NN-feature {mem['nn_feature_distance_mean']:.2f}" if mem else ""
-        print(f"{name}: FID {m['fid']:.1f} KID x1e3 {1e3 * m['kid']['mean']:.1f} P {m['precision']:.3f} "
+        print(f"{name}: SWD x1e3 {m['swd']:.2f} FID {m['fid']:.1f} KID x1e3 {1e3 * m['kid']['mean']:.1f} P {m['precision']:.3f} "
               f"R {m['recall']:.3f}{classes}{memo}", flush=True)
     if args.memorization:  # the held-out real images, scored against the same training images
         held_out = reference.floats()
