@@ -39,7 +39,8 @@ def main() -> None:
             continue
         model, _ = model_from_checkpoint(args.run, step)
         reports = genzoo.evaluate(model, n=args.n, seed=args.seed, apply=(1, 2) if args.apply2 else (1,),
-                                  metrics="fid,swd" if args.swd else "fid", ref=args.ref, data_root=args.data_root, progress=False)
+                                  metrics="fid,swd" if args.swd else "fid", ref=args.ref, data_root=args.data_root,
+                                  progress=False)
         fid = reports[0]["metrics"]["fid"]
         row = {"checkpoint": checkpoint.name, "fid": fid}
         line = f"{checkpoint.name}: FID {fid:.1f}"

@@ -57,8 +57,8 @@ def main() -> None:
         classes = f" entropy {c['entropy']:.4f} confidence {c['confidence']:.3f} classes {c['histogram']}" if c else ""
         mem = m.get("memorization")
         memo = f" max-SSIM {mem['max_ssim_mean']:.3f} NN-feature {mem['nn_feature_distance_mean']:.2f}" if mem else ""
-        print(f"{name}: SWD x1e3 {m['swd']:.2f} FID {m['fid']:.1f} KID x1e3 {1e3 * m['kid']['mean']:.1f} P {m['precision']:.3f} "
-              f"R {m['recall']:.3f}{classes}{memo}", flush=True)
+        print(f"{name}: SWD x1e3 {m['swd']:.2f} FID {m['fid']:.1f} KID x1e3 {1e3 * m['kid']['mean']:.1f} "
+              f"P {m['precision']:.3f} R {m['recall']:.3f}{classes}{memo}", flush=True)
     if args.memorization:  # the held-out real images, scored against the same training images
         held_out = reference.floats()
         report = genzoo.evaluate(held_out, n=len(held_out), metrics="memorization",

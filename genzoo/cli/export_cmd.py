@@ -85,20 +85,14 @@ def portable_command(command: str) -> str:
 
 
 def portable_provenance(provenance: dict | None) -> dict | None:
-    """The provenance with :func:`portable_command` applied to its commands and its segments' commands."""
+    """The provenance with :func:`portable_command` applied to its commands, and its dataset's path shortened."""
     if not provenance:
         return provenance
     result = dict(provenance)
     if isinstance(result.get("commands"), list):
         result["commands"] = [portable_command(str(c)) for c in result["commands"]]
-    if isinstance(result.get("command"), str):
-        result["command"] = portable_command(result["command"])
     if isinstance(result.get("dataset"), str):
         result["dataset"] = _dataset_spec(result["dataset"])
-    if isinstance(result.get("segments"), list):
-        result["segments"] = [{**seg, "command": portable_command(seg["command"])}
-                              if isinstance(seg, dict) and isinstance(seg.get("command"), str) else seg
-                              for seg in result["segments"]]
     return result
 
 
