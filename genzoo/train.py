@@ -73,6 +73,8 @@ class FitOptions:
     grad_accum: int = option(1, help="Accumulate gradients over K batches per step: the same as a K-times larger "
                                      "--batch-size, in the memory of one.")
     seed: int = option(0, help="Initial weights, data order and the method's randomness.")
+    hflip: bool = option(False, flags=("--hflip/--no-hflip",),
+                         help="Mirror a random half of each batch left-right (faces, natural images; not digits).")
     precision: str = option("auto", help="auto (bf16 where native and measured faster, else fp32), fp32, bf16 or "
                                          "fp16 (GPUs).")
     device: str = option("auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")
@@ -178,7 +180,7 @@ class Trainer:
         """What must match between a run and its --resume (the step count may grow)."""
         o = self.opts
         return {"method": self.cls.name, "dataset": o.dataset, "batch_size": o.batch_size, "grad_accum": o.grad_accum,
-                "seed": o.seed, "precision": self.precision, "config": config_to_dict(self.config),
+                "seed": o.seed, "hflip": o.hflip, "precision": self.precision, "config": config_to_dict(self.config),
                 "init": {"path": str(o.init), "sha256": self.init_sha} if o.init else None}
 
     def _check_resume(self) -> None:
@@ -371,10 +373,14 @@ class Trainer:
             seed = image_seed(o.seed, epoch, "data")
             self._perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
             self._perm_epoch = epoch
-        start = position * per_step + micro * b + self.accelerator.process_index * self.local_batch
+        offset = micro * b + self.accelerator.process_index * self.local_batch
+        start = position * per_step + offset
         index = self._perm[start:start + self.local_batch]
         y = data.labels[index].to(device) if data.labels is not None else None
-        return {"x": data.floats(index).to(device), "y": y, "size": self.local_batch, "step": step}
+        x = data.floats(index)
+        if o.hflip:
+            x = mirrored_half(x, image_seed(o.seed, step, "hflip"), offset, per_step)
+        return {"x": x.to(device), "y": y, "size": self.local_batch, "step": step}
 
     def _loop(self, wrapped, state: ckpt.TrainState, data: ImageData | None) -> None:
         from tqdm.auto import tqdm
@@ -608,12 +614,21 @@ def split_optimizers(returned: Any, name: str) -> tuple[list[torch.optim.Optimiz
     return optimizers, schedulers
 
 
+def mirrored_half(x: torch.Tensor, seed: int, offset: int, per_step: int) -> torch.Tensor:
+    """``x`` (rows ``offset``... of a step's ``per_step`` images) with each image mirrored left-right with
+    probability 1/2; the coin of every image of the step comes from ``seed``, so which images are
+    mirrored does not depend on how the step is split over processes or accumulated micro-batches."""
+    coins = torch.rand(per_step, generator=torch.Generator().manual_seed(seed))[offset:offset + len(x)] < 0.5
+    return torch.where(coins[:, None, None, None], x.flip(-1), x)
+
+
 def _upgrade_settings(saved: dict[str, Any]) -> dict[str, Any]:
     """fit.json settings of runs started before --precision and --grad-accum, in today's terms."""
     saved = dict(saved)
     if "precision" not in saved and "bf16" in saved:
         saved["precision"] = "bf16" if saved.pop("bf16") else "fp32"
     saved.setdefault("grad_accum", 1)
+    saved.setdefault("hflip", False)
     return saved
 
 

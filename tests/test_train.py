@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 import genzoo
 from genzoo.errors import GenzooError
+from genzoo.train import mirrored_half
 
 
 def _fit(out, npz, steps, **kw):
@@ -201,6 +202,31 @@ def test_grad_accum_equals_a_k_times_larger_batch(toy_site, toy_npz, tmp_path):
     resumed = _fit(tmp_path / "acc2", toy_npz, 6, batch_size=8, grad_accum=2, config=quiet, precision="fp32", resume=True)
     r = load_file(str(resumed / "model.safetensors"))
     assert all(torch.equal(b[k], r[k]) for k in b)
+
+
+def test_mirrored_half_flips_whole_images_by_a_coin_that_ignores_how_the_step_is_split():
+    x = torch.arange(64 * 3 * 2 * 4, dtype=torch.float32).reshape(64, 3, 2, 4)
+    whole = mirrored_half(x, seed=7, offset=0, per_step=64)
+    flipped = [bool(torch.equal(w, a.flip(-1))) for w, a in zip(whole, x)]
+    assert all(f or torch.equal(w, a) for f, w, a in zip(flipped, whole, x))
+    assert 16 < sum(flipped) < 48
+    halves = torch.cat([mirrored_half(x[:32], 7, 0, 64), mirrored_half(x[32:], 7, 32, 64)])
+    assert torch.equal(halves, whole)
+    assert not torch.equal(mirrored_half(x, seed=8, offset=0, per_step=64), whole)
+
+
+def test_hflip_trains_on_mirrored_images_the_same_however_the_batch_is_accumulated(toy_site, toy_npz, tmp_path):
+    quiet = {"noise_weight": 0.0}
+    big = _fit(tmp_path / "big", toy_npz, 4, batch_size=16, config=quiet, precision="fp32", hflip=True)
+    accumulated = _fit(tmp_path / "acc", toy_npz, 4, batch_size=8, grad_accum=2, config=quiet, precision="fp32",
+                       hflip=True)
+    plain = _fit(tmp_path / "plain", toy_npz, 4, batch_size=16, config=quiet, precision="fp32")
+    a, b, c = (load_file(str(d / "model.safetensors")) for d in (big, accumulated, plain))
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert not all(torch.allclose(a[k], c[k], atol=1e-6) for k in a)
+    assert json.loads((big / "fit.json").read_text())["settings"]["hflip"] is True
+    with pytest.raises(GenzooError, match="--resume: hflip differs from the run"):
+        _fit(tmp_path / "big", toy_npz, 6, batch_size=16, config=quiet, precision="fp32", resume=True)
 
 
 def test_a_schedule_is_stepped_logged_and_resumed_exactly(toy_site, toy_npz, tmp_path):
