@@ -12,7 +12,7 @@ Layout of an output directory (``--out DIR``):
     DIR/trackers/                             what --log-with trackers write (e.g. TensorBoard events)
 
 The data order is a pure function of (seed, step): the batch of step t is a slice of a
-permutation seeded by the epoch. Together with the RNG states in the checkpoint this makes a
+permutation seeded by the epoch (and with --hflip, which of its images are mirrored is seeded by t). Together with the RNG states in the checkpoint this makes a
 resumed run end with the same weights as an uninterrupted one. Checkpoints hold whole steps only:
 Ctrl-C lets the step in progress finish, saves it and stops. The precision is decided once per run
 (fit.json keeps the decision; --resume reuses it), and fit.json lists the run's segments.
@@ -555,6 +555,7 @@ class Trainer:
             "steps": step,
             "batch_size": o.batch_size,
             "grad_accum": o.grad_accum,
+            "hflip": o.hflip,
             "precision": self.precision,
             "hardware": device_name(self.accelerator.device),
             "processes": world,
@@ -623,7 +624,7 @@ def mirrored_half(x: torch.Tensor, seed: int, offset: int, per_step: int) -> tor
 
 
 def _upgrade_settings(saved: dict[str, Any]) -> dict[str, Any]:
-    """fit.json settings of runs started before --precision and --grad-accum, in today's terms."""
+    """fit.json settings of runs started before --precision, --grad-accum and --hflip, in today's terms."""
     saved = dict(saved)
     if "precision" not in saved and "bf16" in saved:
         saved["precision"] = "bf16" if saved.pop("bf16") else "fp32"

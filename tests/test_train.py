@@ -225,6 +225,7 @@ def test_hflip_trains_on_mirrored_images_the_same_however_the_batch_is_accumulat
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert not all(torch.allclose(a[k], c[k], atol=1e-6) for k in a)
     assert json.loads((big / "fit.json").read_text())["settings"]["hflip"] is True
+    assert json.loads((big / "config.json").read_text())["provenance"]["hflip"] is True
     with pytest.raises(GenzooError, match="--resume: hflip differs from the run"):
         _fit(tmp_path / "big", toy_npz, 6, batch_size=16, config=quiet, precision="fp32", resume=True)
 
