@@ -24,7 +24,7 @@ from typing import Any, Callable
 import pluggy
 
 from . import hookspecs
-from .datasets.table import DatasetEntry, registered_entry
+from .datatable import DatasetEntry, registered_entry
 from .errors import GenzooError
 from .method import Method
 from .metrics.table import MetricEntry, registered_metric

@@ -5,19 +5,22 @@
 
 Every dataset is held in memory as uint8 NCHW images plus optional int64 labels
 (:class:`ImageData`), which keeps the training loop's batches cheap and its order exactly
-reproducible. Named datasets are rows of the plugin host's table; the built-in ones are
-registered through ``register_datasets`` as a plugin's are. ``genzoo datasets`` lists them.
+reproducible. Named datasets are rows of the plugin host's table (:class:`DatasetEntry`); the
+built-in ones are registered through ``register_datasets`` as a plugin's are. ``genzoo datasets``
+lists them.
 
-- ``table``: ImageData, a row of the table (DatasetEntry) and how a registration is checked
 - ``builtin``: the built-in named datasets (their loaders and registrations)
 - ``files``: ``npz:`` and ``folder:`` datasets, and refine's input images
 - ``download``: torchvision datasets from local files, downloaded when absent and online
 - ``specs``: ``load_dataset(spec)``
+
+ImageData and DatasetEntry live in :mod:`genzoo.datatable`, outside this package, because the
+plugin host holds the table and this package's ``specs`` looks names up in the host.
 """
 
+from ..datatable import DATA_ROOT_ENV, DatasetEntry, ImageData, default_root, fixed_permutation
 from .files import load_images, load_npz
 from .specs import dataset_entry, known_datasets, load_dataset
-from .table import DATA_ROOT_ENV, DatasetEntry, ImageData, default_root, fixed_permutation
 
 __all__ = ["DATA_ROOT_ENV", "DatasetEntry", "ImageData", "dataset_entry", "default_root", "fixed_permutation",
            "known_datasets", "load_dataset", "load_images", "load_npz"]

@@ -14,7 +14,7 @@ from ..errors import GenzooError
 from ..hookspecs import hookimpl
 from .download import local_or_download
 from .files import load_npz
-from .table import DATA_ROOT_ENV, ImageData, images_to_uint8_nchw
+from ..datatable import DATA_ROOT_ENV, ImageData, images_to_uint8_nchw
 
 CIFAR10_SUBSET = "cifar10/cifar10_jpeg.npz"
 CIFAR10_EXACT = "cifar10/cifar10_exact_5k.npz"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import GenzooError
-from .table import DATA_ROOT_ENV
+from ..datatable import DATA_ROOT_ENV
 
 OFFLINE_ENVS = ("GENZOO_OFFLINE", "HF_HUB_OFFLINE")
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import plugins  # the module, not get_host: the host imports this package while it loads
+from ..datatable import SPEC_PREFIXES, DatasetEntry, ImageData, default_root
+from ..plugins import get_host
 from .files import file_dataset
-from .table import SPEC_PREFIXES, DatasetEntry, ImageData, default_root
 
 
 def dataset_entry(spec: str) -> DatasetEntry | None:
     """The table row a spec names; None for ``folder:``/``npz:`` specs."""
     kind = spec.partition(":")[0].lower()
-    return None if kind in SPEC_PREFIXES else plugins.get_host().dataset(kind)
+    return None if kind in SPEC_PREFIXES else get_host().dataset(kind)
 
 
 def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_split: str | None = None) -> ImageData:
@@ -34,4 +34,4 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
 
 def known_datasets() -> list[DatasetEntry]:
     """Every named dataset, sorted by name."""
-    return [entry for _, entry in sorted(plugins.get_host().datasets.items())]
+    return [entry for _, entry in sorted(get_host().datasets.items())]

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..errors import GenzooError
+from .errors import GenzooError
 
 DATA_ROOT_ENV = "GENZOO_DATA_ROOT"
 SPEC_PREFIXES = ("folder", "npz")  # spec kinds that name files, not a row of the table
