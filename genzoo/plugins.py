@@ -7,9 +7,11 @@ core does. A plugin that fails to import or to register is recorded with its err
 plugins`` shows it) and everything else keeps working. Registrations of a plugin whose hook raises
 are dropped as a whole.
 
-What plugins register lives here, merged with registry.yaml, and is looked up here only: methods
-and models by name or alias (a method name also finds its default model), datasets, metrics and
-feature networks by name.
+What plugins register lives here, one :class:`genzoo.table.Table` per kind (the models merged
+with registry.yaml), and is looked up here only: methods and models by name or alias (a method
+name also finds its default model), datasets, metrics and feature networks by name. Every register
+callback validates its arguments into a row, stages it, and the host adds a hook's rows together
+once the hook has returned.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import click
 import pluggy
 
 from . import hookspecs
@@ -28,7 +31,8 @@ from .datatable import DatasetEntry, registered_entry
 from .errors import GenzooError
 from .method import Method
 from .metrics.table import MetricEntry, registered_metric
-from .registry import ModelEntry, closest_name, load_registry_file
+from .registry import ModelEntry, load_registry_file
+from .table import Table
 
 ENTRY_POINT_GROUP = "genzoo"
 # The core's own plugins (module names), loaded before any entry point and whatever GENZOO_LOAD_PLUGINS says.
@@ -36,8 +40,6 @@ BUILTIN_PLUGINS = ("genzoo.datasets.builtin", "genzoo.metrics.builtin")
 ALLOW_ENV = "GENZOO_LOAD_PLUGINS"
 HOOK_NAMES = ("register_methods", "register_models", "register_commands", "register_feature_extractors",
               "register_datasets", "register_metrics")
-_KINDS = {"register_methods": "methods", "register_models": "models", "register_feature_extractors":
-          "feature_extractors", "register_datasets": "datasets", "register_metrics": "metrics"}
 
 
 @dataclass
@@ -76,18 +78,34 @@ class PluginInfo:
 
 @dataclass
 class MethodRecord:
+    """A registered method: its class, the plugin that registered it, and its other names."""
+
     cls: type
     plugin: str
     aliases: tuple[str, ...] = ()
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.source = self.source or f"plugin {self.plugin!r}"
+
+    @property
+    def name(self) -> str:
+        return self.cls.name
 
 
 @dataclass
 class FeatureExtractorRecord:
+    """A registered feature network: ``factory()`` builds it; ``datasets`` are those it is the default for."""
+
     name: str
     factory: Callable[[], Any]
     plugin: str
     datasets: tuple[str, ...] = ()
     summary: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.source = self.source or f"plugin {self.plugin!r}"
 
 
 def allowed_plugins() -> set[str] | None:
@@ -103,6 +121,45 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+# -- what each register callback makes of its arguments (validated; the host adds the row) -------------------
+
+
+def _method_row(info: PluginInfo, cls: type, aliases: tuple[str, ...] | list[str] = ()) -> MethodRecord:
+    if not (isinstance(cls, type) and issubclass(cls, Method)):
+        raise GenzooError(f"register_methods expects a genzoo.Method subclass, got {cls!r}")
+    cls.check_declaration()
+    return MethodRecord(cls, info.name, tuple(aliases), source=info.source)
+
+
+def _model_row(info: PluginInfo, name: str, **fields: Any) -> ModelEntry:
+    return ModelEntry.from_dict(name, fields, source=info.source)
+
+
+def _feature_row(info: PluginInfo, name: str, factory: Callable[[], Any], datasets: tuple[str, ...] | list[str] = (),
+                 summary: str = "") -> FeatureExtractorRecord:
+    if not callable(factory):
+        raise GenzooError(f"feature network {name!r}: factory must be callable, got {factory!r}")
+    return FeatureExtractorRecord(name, factory, info.name, tuple(datasets), summary, source=info.source)
+
+
+def _dataset_row(info: PluginInfo, name: str, load: Callable[[Path, str], Any], **fields: Any) -> DatasetEntry:
+    return registered_entry(name, load, **fields, source=info.source)
+
+
+def _metric_row(info: PluginInfo, name: str, compute: Callable[[Any], Any], **fields: Any) -> MetricEntry:
+    return registered_metric(name, compute, **fields, source=info.source)
+
+
+# hook -> (the PluginInfo field and host table it fills, the row its register callback makes)
+REGISTRARS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "register_methods": ("methods", _method_row),
+    "register_models": ("models", _model_row),
+    "register_feature_extractors": ("feature_extractors", _feature_row),
+    "register_datasets": ("datasets", _dataset_row),
+    "register_metrics": ("metrics", _metric_row),
+}
+
+
 class PluginHost:
     """Loads plugins and holds what they registered, merged with the core's own tables."""
 
@@ -111,12 +168,17 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self.builtins: dict[str, PluginInfo] = {}
-        self.methods: dict[str, MethodRecord] = {}
-        self.method_aliases: dict[str, str] = {}
-        self.models: dict[str, ModelEntry] = {entry.name: entry for entry in load_registry_file()}
-        self.datasets: dict[str, DatasetEntry] = {}
-        self.metrics: dict[str, MetricEntry] = {}
-        self.feature_extractors: dict[str, FeatureExtractorRecord] = {}
+        self.methods: Table[MethodRecord] = Table(
+            "method", hint="install the plugin that provides it, or run `genzoo plugins` to see load errors")
+        self.models: Table[ModelEntry] = Table("model", hint="pass a model name, a model directory or hf://ORG/NAME")
+        self.datasets: Table[DatasetEntry] = Table(
+            "dataset", hint="write NAME[:SPLIT], folder:PATH or npz:PATH[:SPLIT] (`genzoo datasets` lists them)")
+        self.metrics: Table[MetricEntry] = Table(
+            "metric", hint="name them in --metrics (`genzoo datasets --metrics` lists them)")
+        self.feature_extractors: Table[FeatureExtractorRecord] = Table(
+            "feature network", hint="pass --features NAME, or --features inception (online only)")
+        for entry in load_registry_file():
+            self.models.add(entry)
         for module_name in BUILTIN_PLUGINS:
             self.add(importlib.import_module(module_name), name=module_name, builtin=True)
         if load_entry_points:
@@ -161,29 +223,34 @@ class PluginHost:
             info.errors.append(f"failed to register: {_one_line(exc)}")
             return info
         info.hooks = sorted(impl.name for impl in self.pm.get_hookcallers(plugin) or [] if impl.name in HOOK_NAMES)
-        registrars = {"register_methods": self._method_registrar, "register_models": self._model_registrar,
-                      "register_feature_extractors": self._feature_registrar,
-                      "register_datasets": self._dataset_registrar, "register_metrics": self._metric_registrar}
-        for hook_name, make_registrar in registrars.items():
-            self._run_hook(plugin, info, hook_name, make_registrar)
+        for hook_name in REGISTRARS:
+            self._run_hook(plugin, info, hook_name)
         return info
 
-    def _run_hook(self, plugin: Any, info: PluginInfo, hook_name: str, make_registrar) -> None:
+    def _run_hook(self, plugin: Any, info: PluginInfo, hook_name: str) -> None:
+        """Call one register hook of ``plugin``; its rows are added only if every call succeeds."""
         impl = self._impl(plugin, hook_name)
         if impl is None:
             return
-        staged: list[tuple[str, Callable[[], None]]] = []
+        kind, make_row = REGISTRARS[hook_name]
+        table: Table = getattr(self, kind)
+        staged = Table(table.kind, hint=table.hint)
+
+        def register(*args: Any, **kwargs: Any) -> None:
+            row = make_row(info, *args, **kwargs)
+            table.check_free(row)
+            staged.add(row)
+
         try:
-            impl(make_registrar(info, staged))
-            names = [n for n, _ in staged]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            if duplicates:
-                raise GenzooError(f"{hook_name} registered {duplicates} twice")
-            for registered, commit in staged:
-                commit()
-                getattr(info, _KINDS[hook_name]).append(registered)
+            impl(register)
         except Exception as exc:
             info.errors.append(f"{hook_name} failed: {_one_line(exc)}")
+            return
+        for row in staged.values():
+            table.add(row)
+            if isinstance(row, MethodRecord):
+                row.cls.plugin_name = info.distribution or info.name
+        getattr(info, kind).extend(staged)
 
     def _impl(self, plugin: Any, hook_name: str):
         caller = getattr(self.pm.hook, hook_name)
@@ -192,177 +259,89 @@ class PluginHost:
                 return impl.function
         return None
 
-    # -- registrars handed to hooks -----------------------------------------------------------
+    def add_commands(self, cli: click.Group) -> None:
+        """Let every plugin add click commands to ``cli``; a plugin that fails, or takes a name ``cli`` has, is recorded.
 
-    def _method_registrar(self, info: PluginInfo, staged: list):
-        def register(cls: type, aliases: tuple[str, ...] | list[str] = ()) -> None:
-            if not (isinstance(cls, type) and issubclass(cls, Method)):
-                raise GenzooError(f"register_methods expects a genzoo.Method subclass, got {cls!r}")
-            cls.check_declaration()
-            for n in (cls.name, *aliases):
-                owner = self._method_owner(n)
-                if owner is not None:
-                    raise GenzooError(f"method name {n!r} from plugin {info.name!r} is already registered by plugin {owner!r}")
-
-            def commit() -> None:
-                cls.plugin_name = info.distribution or info.name
-                self.methods[cls.name] = MethodRecord(cls, info.name, tuple(aliases))
-                for alias in aliases:
-                    self.method_aliases[alias] = cls.name
-
-            staged.append((cls.name, commit))
-
-        return register
-
-    def _method_owner(self, name: str) -> str | None:
-        canonical = self.method_aliases.get(name, name)
-        return self.methods[canonical].plugin if canonical in self.methods else None
-
-    def _model_registrar(self, info: PluginInfo, staged: list):
-        def register(name: str, **fields: Any) -> None:
-            entry = ModelEntry.from_dict(name, fields, source=f"plugin {info.name!r}")
-            for n in (entry.name, *entry.aliases):
-                other = self._model_named(n)
-                if other is not None:
-                    raise GenzooError(f"model name {n!r} from {entry.source} is already registered by {other.source}")
-
-            def commit() -> None:
-                self.models[entry.name] = entry
-
-            staged.append((entry.name, commit))
-
-        return register
-
-    def _feature_registrar(self, info: PluginInfo, staged: list):
-        def register(name: str, factory: Callable[[], Any], datasets=(), summary: str = "") -> None:
-            if name in self.feature_extractors:
-                other = self.feature_extractors[name].plugin
-                raise GenzooError(f"feature extractor {name!r} from plugin {info.name!r} is already registered by plugin {other!r}")
-            if not callable(factory):
-                raise GenzooError(f"feature extractor {name!r}: factory must be callable, got {factory!r}")
-            record = FeatureExtractorRecord(name, factory, info.name, tuple(datasets), summary)
-            staged.append((name, lambda: self.feature_extractors.__setitem__(name, record)))
-
-        return register
-
-    def _dataset_registrar(self, info: PluginInfo, staged: list):
-        def register(name: str, load: Callable[[Path, str], Any], **fields: Any) -> None:
-            entry = registered_entry(name, load, **fields, source=info.source)
-            if name in self.datasets:
-                raise GenzooError(f"dataset {name!r} from {info.source} is already registered by "
-                                  f"{self.datasets[name].source}")
-            staged.append((name, lambda: self.datasets.__setitem__(name, entry)))
-
-        return register
-
-    def _metric_registrar(self, info: PluginInfo, staged: list):
-        def register(name: str, compute: Callable[[Any], Any], **fields: Any) -> None:
-            entry = registered_metric(name, compute, **fields, source=info.source)
-            if name in self.metrics:
-                raise GenzooError(f"metric {name!r} from {info.source} is already registered by "
-                                  f"{self.metrics[name].source}")
-            staged.append((name, lambda: self.metrics.__setitem__(name, entry)))
-
-        return register
-
-    def add_commands(self, cli) -> None:
-        """Let every plugin add click commands; a failing plugin is recorded, not fatal."""
+        Each plugin's hook gets a group of its own, so a failing plugin leaves nothing behind.
+        """
+        taken = set(cli.list_commands(click.Context(cli)))
         for name, info in self.plugins.items():
             plugin = self.pm.get_plugin(name)
             impl = self._impl(plugin, "register_commands") if plugin is not None else None
             if impl is None:
                 continue
-            before = dict(cli.commands)
+            own = click.Group(name)
             try:
-                impl(cli)
-                replaced = sorted(n for n, command in before.items() if cli.commands.get(n) is not command)
-                if replaced:
-                    raise GenzooError(f"it tried to replace the command(s) {replaced}; give its commands other names")
+                impl(own)
+                clash = sorted(set(own.commands) & taken)
+                if clash:
+                    raise GenzooError(f"it tried to replace the command(s) {clash}; give its commands other names")
             except Exception as exc:
-                info.errors.append(f"register_commands failed: {_one_line(exc)}")
-                cli.commands.clear()
-                cli.commands.update(before)
+                error = f"register_commands failed: {_one_line(exc)}"
+                if error not in info.errors:
+                    info.errors.append(error)
                 continue
-            info.commands = sorted(set(cli.commands) - set(before))
+            for command_name, command in own.commands.items():
+                cli.add_command(command, command_name)
+            taken |= set(own.commands)
+            info.commands = sorted(own.commands)
 
     # -- lookups ------------------------------------------------------------------------------
 
-    def all_models(self) -> dict[str, ModelEntry]:
+    def all_models(self) -> Table[ModelEntry]:
         return self.models
 
     def has_method(self, name: str) -> bool:
-        return self.method_aliases.get(name, name) in self.methods
+        return self.methods.find(name) is not None
 
     def method_record(self, name: str) -> MethodRecord:
-        """The registration of the method called ``name`` or one of its aliases."""
-        canonical = self.method_aliases.get(name, name)
-        if canonical in self.methods:
-            return self.methods[canonical]
-        known = ", ".join(sorted(self.methods)) or "none"
-        raise GenzooError(
-            f"no plugin provides method {name!r} (installed methods: {known}); "
-            f"install the plugin that provides it, or run `genzoo plugins` to see load errors"
-        )
+        """The registration of the method called ``name`` or one of its aliases (in any case)."""
+        record = self.methods.find(name)
+        if record is not None:
+            return record
+        model = self.models.find(name)
+        note = (f"{model.name!r} is a model of method {model.method!r}: to train from its weights, write them with "
+                f"`genzoo export {model.name} DIR`, then run `genzoo fit {model.method} --init DIR ...`"
+                if model is not None else "")
+        raise self.methods.unknown(name, note=note)
 
     def method(self, name: str) -> type:
         """The Method class registered under ``name`` or one of its aliases."""
         return self.method_record(name).cls
 
-    def _model_named(self, name: str) -> ModelEntry | None:
-        if name in self.models:
-            return self.models[name]
-        return next((entry for entry in self.models.values() if name in entry.aliases), None)
-
     def model(self, name: str) -> ModelEntry:
-        """A model by name, by alias, or by method name (the method's default model)."""
-        entry = self._model_named(name)
+        """A model by name, by alias, or by method name (the method's default model), in any case."""
+        entry = self.models.find(name)
         if entry is not None:
             return entry
-        if self.has_method(name):
-            cls = self.method(name)
+        record = self.methods.find(name)
+        if record is not None:
+            cls = record.cls
             if cls.default_model and cls.default_model in self.models:
                 return self.models[cls.default_model]
             raise GenzooError(
                 f"method {cls.name!r} has no pretrained default model; train one with "
                 f"`genzoo fit {cls.name} ...` and pass its output directory instead"
             )
-        known = ", ".join(sorted(self.models)) or "none"
-        guess = closest_name(name, [*self.models, *(a for e in self.models.values() for a in e.aliases), *self.methods])
-        raise GenzooError(
-            f"unknown model {name!r}" + (f"; did you mean {guess}?" if guess else "") + f" (known models: {known}); "
-            f"pass a model name, a model directory or hf://ORG/NAME"
-            + ("" if self.methods else "; no method plugin is loaded: run `genzoo plugins` to see why")
-        )
+        note = "" if self.methods else "no method plugin is loaded: run `genzoo plugins` to see why"
+        raise self.models.unknown(name, also=self.methods.names(), note=note)
 
     def dataset(self, name: str) -> DatasetEntry:
-        entry = self.datasets.get(name.lower())
-        if entry is None:
-            raise GenzooError(
-                f"unknown dataset {name!r}; use one of {', '.join(sorted(self.datasets))} (with :SPLIT), "
-                f"folder:PATH or npz:PATH[:SPLIT] (`genzoo datasets` lists them)"
-            )
-        return entry
+        return self.datasets.lookup(name)
 
     def metric(self, name: str) -> MetricEntry:
-        entry = self.metrics.get(name)
-        if entry is None:
-            raise GenzooError(f"unknown metric {name!r}; choose from {', '.join(sorted(self.metrics))}")
-        return entry
+        return self.metrics.lookup(name)
 
     def feature_extractor(self, name: str | None = None, *, dataset: str | None = None) -> FeatureExtractorRecord:
         """The feature network called ``name``, or the first one registered for ``dataset``."""
-        records = self.feature_extractors
-        if name is None:
-            matches = [r for r in records.values() if dataset in r.datasets]
-            if matches:
-                return matches[0]
-            known = ", ".join(f"{r.name} ({', '.join(r.datasets)})" for r in records.values()) or "none"
-            raise GenzooError(f"no feature network is registered for dataset {dataset!r} (available: {known}); "
-                              f"pass --features NAME")
-        if name in records:
-            return records[name]
-        known = ", ".join(sorted(records)) or "none"
-        raise GenzooError(f"unknown feature network {name!r}; available: {known}, inception (online only)")
+        if name is not None:
+            return self.feature_extractors.lookup(name)
+        matches = [r for r in self.feature_extractors.values() if dataset in r.datasets]
+        if matches:
+            return matches[0]
+        known = ", ".join(f"{r.name} ({', '.join(r.datasets)})" for r in self.feature_extractors.values()) or "none"
+        raise GenzooError(f"no feature network is registered for dataset {dataset!r} (available: {known}); "
+                          f"pass --features NAME")
 
 
 _HOST: PluginHost | None = None

@@ -11,7 +11,6 @@ which merges this file with what plugins register.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.resources
 import importlib.util
@@ -268,12 +267,6 @@ def reference_sets() -> tuple[ReferenceSet, ...]:
 def reference_set(metric: Metric) -> ReferenceSet | None:
     """The reference rows scored in ``metric``'s feature network against its reference split."""
     return next((s for s in reference_sets() if (s.features, s.reference) == (metric.features, metric.reference)), None)
-
-
-def closest_name(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate a misspelt ``name`` most likely meant, if any is close."""
-    matches = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
-    return matches[0] if matches else None
 
 
 def group_by_scale(metrics: Iterable[Metric]) -> list[tuple[tuple[str, int, str], list[Metric]]]:

@@ -1,6 +1,7 @@
 """The plugin host: entry points, pm.register, failures, duplicates, the allow-list, every hook."""
 
 import json
+import re
 import types
 
 import numpy as np
@@ -233,3 +234,73 @@ def test_a_plugin_adds_datasets_and_metrics_exactly_as_the_core_does(toy_site, t
             genzoo.evaluate(f"npz:{toy_npz}", metrics=metrics, k=64, **common)
     listed = CliRunner().invoke(cli, ["datasets"])
     assert "copy-mnist: handwritten digits" in listed.output and "from plugin 'copy'" in listed.output
+
+
+# -- the tables: one duplicate error, one lookup ------------------------------------------------------------
+
+
+def _register_each_kind(name, dataset):
+    """A plugin that registers one row of every kind under ``name`` (a dataset under ``dataset``: lower case only)."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cfg:
+        x: int = 1
+
+    method = type("Clash", (genzoo.Method,), {"name": name, "Config": Cfg})
+    return _plugin(register_methods=lambda register: register(method),
+                   register_models=lambda register: register(name, method="ign"),
+                   register_datasets=lambda register: register(dataset, lambda root, split: None, shape=(1, 2, 2)),
+                   register_metrics=lambda register: register(name, lambda scoring: 0.0),
+                   register_feature_extractors=lambda register: register(name, lambda: None))
+
+
+def test_every_kind_refuses_a_taken_name_naming_both_sources_whatever_the_case():
+    host = PluginHost(load_entry_points=False)
+    assert host.add(_register_each_kind("twin", "twin"), name="first").error is None
+    info = host.add(_register_each_kind("TWIN", "twin"), name="second")
+    for kind in ("method", "model", "dataset", "metric", "feature network"):
+        assert f"{kind} name '{'twin' if kind == 'dataset' else 'TWIN'}' from plugin 'second' is already registered by plugin 'first'" in info.error
+    assert info.methods == info.models == info.datasets == info.metrics == info.feature_extractors == []
+
+
+@pytest.mark.parametrize("lookup, name, guess", [
+    ("method", "ing", "ign"), ("model", "ign-mnsit", "ign-mnist"), ("dataset", "minst", "mnist"),
+    ("metric", "fdi", "fid"), ("feature_extractor", "features-mnst", "features-mnist"),
+])
+def test_every_kind_answers_an_unknown_name_in_one_shape_with_the_closest_name(lookup, name, guess):
+    host = get_host()
+    with pytest.raises(genzoo.GenzooError) as error:
+        getattr(host, lookup)(name)
+    kind = {"feature_extractor": "feature network"}.get(lookup, lookup)
+    assert re.fullmatch(rf"unknown {kind} '{name}'; did you mean {guess}\? \(known {kind}s: [^)]+\); .+", str(error.value))
+    assert "did you mean" not in _error(lambda: getattr(host, lookup)("zzzzzzzz"))
+
+
+def _error(call):
+    with pytest.raises(genzoo.GenzooError) as error:
+        call()
+    return str(error.value)
+
+
+def test_names_are_found_whatever_their_case():
+    host = get_host()
+    assert host.method("IGN").name == "ign" and host.model("IGN").name == "ign-mnist"
+    assert host.model("Ign-MNIST").name == "ign-mnist" and host.dataset("MNIST").name == "mnist"
+    assert host.metric("FID").name == "fid"
+
+
+def test_the_cli_finds_a_name_in_another_case_and_suggests_a_misspelt_one(tmp_path):
+    runner = CliRunner()
+    sampled = runner.invoke(cli, ["sample", "IGN", "-n", "4", "-o", str(tmp_path / "s.png")])
+    assert sampled.exit_code == 0, sampled.output
+    misspelt = runner.invoke(cli, ["fit", "ing", "--dataset", "mnist", "--steps", "1", "--out", str(tmp_path / "r")])
+    assert misspelt.exit_code == 1 and "unknown method 'ing'; did you mean ign?" in misspelt.output
+
+
+def test_a_model_name_where_a_method_is_expected_points_to_init(tmp_path):
+    result = CliRunner().invoke(cli, ["fit", "ign-mnist", "--dataset", "mnist", "--steps", "1",
+                                      "--out", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert "'ign-mnist' is a model of method 'ign'" in result.output and "genzoo fit ign --init DIR" in result.output
+    assert not (tmp_path / "r").exists()
