@@ -5,61 +5,58 @@
     images = model.sample(64, seed=0)          # float NCHW in [0, 1]
 """
 
-from typing import Any
+from __future__ import annotations
 
-from . import schedules
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .datasets import ImageData, load_dataset
-from .errors import ArgumentError, GenzooError, UnsupportedVerb, WeightsError
-from .hookspecs import hookimpl
-from .loading import load
-from .method import Method
-from .plugins import find_model, get_host
-from .registry import ModelEntry
-from .seeding import Noise
-from .weights import save_pretrained
 
-__all__ = [
-    "__version__",
-    "ArgumentError",
-    "GenzooError",
-    "ImageData",
-    "Method",
-    "ModelEntry",
-    "Noise",
-    "UnsupportedVerb",
-    "WeightsError",
-    "evaluate",
-    "find_model",
-    "fit",
-    "hookimpl",
-    "list_models",
-    "load",
-    "load_dataset",
-    "push_to_hub",
-    "save_pretrained",
-    "schedules",
-]
+if TYPE_CHECKING:
+    from .registry import ModelEntry
+
+# Each public name and the module that defines it. A name is imported when first used, so
+# `import genzoo` (and the `genzoo` command's start) loads no torch, and sampling no training code.
+_HOMES = {
+    "ArgumentError": "errors",
+    "GenzooError": "errors",
+    "UnsupportedVerb": "errors",
+    "WeightsError": "errors",
+    "ImageData": "datatable",
+    "load_dataset": "datasets",
+    "hookimpl": "hookspecs",
+    "load": "loading",
+    "Method": "method",
+    "find_model": "plugins",
+    "get_host": "plugins",
+    "ModelEntry": "registry",
+    "Noise": "seeding",
+    "save_pretrained": "weights",
+    "schedules": "schedules",
+    "fit": "train",
+    "evaluate": "metrics.evaluation",
+    "push_to_hub": "pushing",
+}
+
+__all__ = ["__version__", "list_models", *sorted(_HOMES, key=str.lower)]
 
 
 def list_models() -> list[ModelEntry]:
     """Every model in the catalogue (registry.yaml and plugins), sorted by name."""
+    from .plugins import get_host
+
     return [entry for _, entry in sorted(get_host().all_models().items())]
 
 
 def __getattr__(name: str) -> Any:
-    # Training, metrics and Hub code are imported only when asked for, so `genzoo.load` and
-    # sampling stay light.
-    if name == "fit":
-        from .train import fit
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'genzoo' has no attribute {name!r}")
+    module = import_module(f".{home}", __name__)
+    value = module if name == home else getattr(module, name)
+    globals()[name] = value
+    return value
 
-        return fit
-    if name == "evaluate":
-        from .metrics.evaluation import evaluate
 
-        return evaluate
-    if name == "push_to_hub":
-        from .pushing import push_to_hub
-
-        return push_to_hub
-    raise AttributeError(f"module 'genzoo' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -21,7 +21,7 @@ import importlib.metadata as importlib_metadata
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import click
 import pluggy
@@ -259,12 +259,13 @@ class PluginHost:
                 return impl.function
         return None
 
-    def add_commands(self, cli: click.Group) -> None:
-        """Let every plugin add click commands to ``cli``; a plugin that fails, or takes a name ``cli`` has, is recorded.
+    def add_commands(self, cli: click.Group, reserved: Iterable[str] = ()) -> None:
+        """Let every plugin add click commands to ``cli``; a plugin that fails, or takes a name of ``cli`` or
+        ``reserved``, is recorded.
 
         Each plugin's hook gets a group of its own, so a failing plugin leaves nothing behind.
         """
-        taken = set(cli.list_commands(click.Context(cli)))
+        taken = set(cli.list_commands(click.Context(cli))) | set(reserved)
         for name, info in self.plugins.items():
             plugin = self.pm.get_plugin(name)
             impl = self._impl(plugin, "register_commands") if plugin is not None else None

@@ -2,6 +2,7 @@
 
 import json
 
+import click
 import numpy as np
 import pytest
 import torch
@@ -93,7 +94,50 @@ def test_unknown_model_and_missing_directory_are_one_line_errors(runner):
     assert missing.exit_code == 1 and "does not exist" in missing.output
 
 
-def test_every_verb_has_help(runner):
-    for name in cli.commands:
+def test_every_verb_has_help_and_the_table_s_one_line_is_its_docstring_s(runner):
+    from genzoo.cli import VERBS
+
+    context = click.Context(cli)
+    assert set(cli.list_commands(context)) >= set(VERBS)
+    for name, verb in VERBS.items():
+        command = cli.get_command(context, name)
+        assert command.name == name
+        assert verb.stand_in(name).get_short_help_str(200) == command.get_short_help_str(200), name
         result = runner.invoke(cli, [name, "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_a_plugin_s_verb_runs_without_being_added_by_hand(runner):
+    result = runner.invoke(cli, ["mmb", "--help"])
+    assert result.exit_code == 0 and "lambda" in result.output
+    assert "mmb" not in cli.commands  # kept apart, per plugin host
+    unknown = runner.invoke(cli, ["no-such-verb"])
+    assert unknown.exit_code == 2 and "No such command 'no-such-verb'" in unknown.output
+
+
+# What `genzoo --help` may import (no verb module, no torch), then what `genzoo sample` may not.
+IMPORTS_PROBE = """
+import json, sys
+from genzoo.cli import cli
+cli.main(["--help"], standalone_mode=False)
+after_help = sorted(sys.modules)
+cli.main(["sample", "ign", "-n", "4", "-o", sys.argv[1]], standalone_mode=False)
+print(json.dumps({"help": after_help, "sample": sorted(sys.modules)}))
+"""
+TRAINING_MODULES = ("genzoo.train", "genzoo.fitoptions", "genzoo.checkpoints", "genzoo.metrics.evaluation",
+                    "genzoo.metrics.features", "accelerate", "torchmetrics")
+
+
+def test_help_imports_no_verb_nor_torch_and_sample_imports_no_training_code(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE, str(tmp_path / "s.png")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules = json.loads(done.stdout.splitlines()[-1])
+    assert "genzoo.cli" in modules["help"] and "torch" not in modules["help"]
+    assert not [m for m in modules["help"] if m.startswith("genzoo.cli.") and m.endswith("_cmd")]
+    assert "genzoo.cli.sample_cmd" in modules["sample"] and (tmp_path / "s.png").is_file()
+    loaded = [m for m in modules["sample"] if m.startswith(TRAINING_MODULES)]
+    assert loaded == [], f"genzoo sample imported training code: {loaded}"

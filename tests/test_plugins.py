@@ -185,11 +185,12 @@ def test_a_plugin_command_may_not_replace_a_built_in_verb():
     def replace_sample(cli):  # pluggy matches hook arguments by name
         cli.add_command(click.Command("sample", callback=lambda: None))
 
+    from genzoo.cli import sample_cmd
+
     host = PluginHost(load_entry_points=False)
     info = host.add(_plugin(register_commands=replace_sample), name="hijack")
-    original = cli.commands["sample"]
     host.add_commands(cli)
-    assert cli.commands["sample"] is original
+    assert cli.get_command(click.Context(cli), "sample") is sample_cmd.command and "sample" not in cli.commands
     assert "tried to replace the command(s) ['sample']" in info.error
 
 

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import click
 
-from . import (datasets_cmd, eval_cmd, export_cmd, fit_cmd, info_cmd, list_cmd, new_plugin_cmd, plot_cmd, plugins_cmd,
-               pull_cmd, push_cmd, refine_cmd, sample_cmd)
-from .group import GenzooGroup
+from .group import LazyGroup, Verb
+
+VERBS = {
+    "datasets": Verb("datasets_cmd", "List the datasets --dataset and --ref can name: size, shape, labels, and where the "
+                                     "files are expected."),
+    "eval": Verb("eval_cmd", "Score a model's samples (or npz:PATH / folder:PATH images) against reference data."),
+    "export": Verb("export_cmd", "Copy a model (a training output directory, a name, hf://...) to DEST as a clean "
+                                 "model directory."),
+    "fit": Verb("fit_cmd", "Train METHOD and write a loadable model directory to --out."),
+    "info": Verb("info_cmd", "Show a model: summary, licence, status, metrics beside their reference rows, how to "
+                             "sample and reproduce it."),
+    "list": Verb("list_cmd", "List the pretrained models in the catalogue, and the installed methods that have none "
+                             "yet."),
+    "new-plugin": Verb("new_plugin_cmd", "Start a genzoo-NAME plugin project in DIRECTORY (default ./genzoo-NAME)."),
+    "plot": Verb("plot_cmd", "Draw the loss curves of a training run (its metrics.jsonl) into a PNG."),
+    "plugins": Verb("plugins_cmd", "List loaded plugins with their version, hooks, what they registered and any error."),
+    "pull": Verb("pull_cmd", "Download a model from the Hugging Face Hub into the local cache ahead of time."),
+    "push": Verb("push_cmd", "Upload a model to the Hugging Face Hub in one commit."),
+    "refine": Verb("refine_cmd", "Refine images with a model: IGN projects them onto its learned set, a refiner "
+                                 "cleans them."),
+    "sample": Verb("sample_cmd", "Sample images from a pretrained model."),
+}
 
 
-@click.group(cls=GenzooGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, verbs=VERBS, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Plugins add verbs of their own: `genzoo plugins` lists them.")
 @click.version_option(package_name="genzoo")
 def cli() -> None:
     """genzoo: a zoo of generative models behind one interface.
@@ -21,13 +41,5 @@ def cli() -> None:
     """
 
 
-for module in (list_cmd, info_cmd, plugins_cmd, datasets_cmd, fit_cmd, sample_cmd, refine_cmd, eval_cmd, export_cmd,
-               push_cmd, pull_cmd, plot_cmd, new_plugin_cmd):
-    cli.add_command(module.command)
-
-
 def main() -> None:
-    from ..plugins import get_host
-
-    get_host().add_commands(cli)
     cli(prog_name="genzoo")

@@ -1,9 +1,16 @@
-"""The ``genzoo`` command group: every GenzooError becomes click's one-line ``Error: ...`` and status 1."""
+"""The ``genzoo`` command group: verbs imported only when they run, and every GenzooError as one ``Error:`` line.
+
+A verb's module is imported when that verb runs or shows its help, so ``genzoo --help`` imports
+none of them (and no torch), and ``genzoo sample`` imports no training code. Plugins' verbs are
+found by loading the plugins when a name is not a verb of genzoo's own.
+"""
 
 from __future__ import annotations
 
+import importlib
 import shlex
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -46,3 +53,56 @@ def _flag(ctx: click.Context, argument: str) -> str:
         if isinstance(command, click.Group):
             commands.extend(command.commands.values())
     return "--" + argument.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb of genzoo's own: the module under ``genzoo.cli`` that defines its ``command``, and its one-line help."""
+
+    module: str
+    summary: str  # the first line of the command's docstring (a test keeps them equal)
+
+    def stand_in(self, name: str) -> click.Command:
+        """A command that only has the help line, to show in ``genzoo --help`` without importing the verb."""
+        return click.Command(name, help=self.summary)
+
+
+class LazyGroup(GenzooGroup):
+    """A group of ``verbs`` imported on use, plus the commands added to it and those of the loaded plugins."""
+
+    def __init__(self, *args, verbs: dict[str, Verb], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.verbs = verbs
+        self._plugin_commands: dict[str, click.Command] = {}
+        self._plugins_of: object = None  # the plugin host those commands came from
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.verbs, *self.commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.commands:
+            return self.commands[name]
+        if name in self.verbs:
+            return importlib.import_module(f"{__package__}.{self.verbs[name].module}").command
+        return self.plugin_commands(ctx).get(name)
+
+    def plugin_commands(self, ctx: click.Context) -> dict[str, click.Command]:
+        """The commands the loaded plugins add (``register_commands``), asked for once per plugin host."""
+        from ..plugins import get_host
+
+        host = get_host()
+        if self._plugins_of is not host:
+            own = click.Group()
+            host.add_commands(own, reserved=self.list_commands(ctx))
+            self._plugin_commands, self._plugins_of = dict(own.commands), host
+        return self._plugin_commands
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The verbs with their one-line help, from the table (no verb module is imported)."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, self.verbs[name].stand_in(name) if name in self.verbs else self.commands[name])
+                for name in names]
+        rows = [(name, command.get_short_help_str(limit)) for name, command in rows]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
