@@ -35,6 +35,7 @@ _HOMES = {
     "schedules": "schedules",
     "fit": "train",
     "evaluate": "metrics.evaluation",
+    "export": "exporting",
     "push_to_hub": "pushing",
 }
 

@@ -4,7 +4,8 @@ The card is YAML metadata (library, tags, dataset, licence, metrics and how they
 followed by Markdown: status and limitations, usage, the sample grid, its metrics beside the
 reference rows of their feature network, how the model was trained, licence and the method's
 paper. Facts come from the registry entry when a zoo model is pushed, else from the
-``provenance`` block of config.json.
+``provenance`` block of config.json (:mod:`genzoo.provenance`). The metrics are written by
+:mod:`genzoo.reporting`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from .registry import (RANKED_METRICS, Metric, describe_scale, format_value, group_by_scale, parse_metrics, placed,
-                       reference_set)
+from .provenance import details, read_provenance, training_commands
+from .registry import Metric, parse_metrics
+from .reporting import card_evaluation
 
 # Licence ids the Hub knows (a subset: what genzoo models are likely to carry).
 HUB_LICENSES = {
@@ -58,12 +60,10 @@ def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry
 
     ``dataset_license`` (the training data's) is the weights' licence when nothing else states one.
     """
-    provenance = dict(document.get("provenance") or {})
+    provenance = read_provenance(document)
     if entry is not None:
         provenance.update(entry.provenance or {})
-    commands = list(entry.command) if entry is not None and entry.command else list(provenance.get("commands") or [])
-    if not commands and provenance.get("command"):
-        commands = [str(provenance["command"])]
+    commands = list(entry.command) if entry is not None and entry.command else training_commands(provenance)
     config = dict(document.get("config") or {})
     dataset = (entry.dataset if entry is not None else "") or str(provenance.get("dataset") or "")
     license_text = (entry.license if entry is not None else "") or str(provenance.get("license") or "")
@@ -163,7 +163,7 @@ def render_card(facts: CardFacts, *, repo_id: str, revision: str | None = None, 
         parts.append(f"## Samples\n\n![{grid_count} samples, seed 0]({grid_file})\n\n"
                      f"{grid_count} samples drawn with `genzoo sample {ref} -n {grid_count} --seed 0`.\n")
     if facts.metrics:
-        parts.append(_evaluation(facts))
+        parts.append(card_evaluation(facts.metrics, facts.evaluation))
     parts.append(_training(facts))
     parts.append(_license(facts))
     if facts.config:
@@ -209,36 +209,11 @@ def _training(facts: CardFacts) -> str:
         lines += ["The training command was not recorded.", ""]
     if facts.dataset:
         lines += [f"Data: `{facts.dataset}`.", ""]
-    details = {k: v for k, v in facts.provenance.items()
-               if k not in ("commands", "command", "metrics", "evaluation", "license", "dataset")}
-    if details:
+    recorded = details(facts.provenance)
+    if recorded:
         lines += ["| provenance | value |", "| --- | --- |"]
-        lines += [f"| {key} | {_cell(value)} |" for key, value in details.items()]
+        lines += [f"| {key} | {_cell(value)} |" for key, value in recorded.items()]
         lines.append("")
-    return "\n".join(lines)
-
-
-def _evaluation(facts: CardFacts) -> str:
-    """Each group of metrics measured alike, every distance beside the reference rows of its features."""
-    lines = ["## Evaluation", ""]
-    for scale, metrics in group_by_scale(facts.metrics):
-        described = describe_scale(scale)
-        if described:
-            lines += [f"{described[0].upper()}{described[1:]}:", ""]
-        lines += [f"- {placed(metric)}" for metric in sorted(metrics, key=lambda m: m.metric not in RANKED_METRICS)]
-        lines.append("")
-        ranked = [m for m in metrics if m.metric in RANKED_METRICS]
-        references = reference_set(ranked[0]) if ranked else None
-        if references:
-            names = list(dict.fromkeys(m.metric for m in ranked))
-            lines += [f"Reference rows ({references.n:,} images each, the same features and reference):", "",
-                      "| images | " + " | ".join(RANKED_METRICS[n] for n in names) + " |",
-                      "|---|" + "---|" * len(names)]
-            lines += [f"| {row.images}: {row.description} | "
-                      + " | ".join(format_value(n, row.values[n]) if n in row.values else "" for n in names) + " |"
-                      for row in references.rows]
-            lines.append("")
-    lines += [f"How they were measured: {' '.join(facts.evaluation.split()) or 'not stated'}.".replace("..", "."), ""]
     return "\n".join(lines)
 
 

@@ -3,7 +3,8 @@
 A model entry carries typed metrics (:class:`Metric`: a value, what was scored, in which feature
 network, on how many images, against which reference split), and registry.yaml carries the
 reference rows of each (feature network, reference split) (:class:`ReferenceSet`: real images and
-degraded ones scored the same way), so every distance can be stated beside its scale.
+degraded ones scored the same way), so every distance can be stated beside its scale. How they
+are written for people is :mod:`genzoo.reporting`'s.
 
 Lookups by name, alias or method default are the plugin host's (:func:`genzoo.plugins.find_model`),
 which merges this file with what plugins register.
@@ -14,10 +15,9 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import importlib.util
-import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -26,8 +26,7 @@ from .errors import GenzooError
 REGISTRY_FILE = "registry.yaml"
 STATUSES = ("stable", "experimental")
 # Distances (lower is better) that are only meaningful beside reference rows in the same features.
-RANKED_METRICS = {"fid": "FID", "kid": "KID (raw)", "swd": "SWD"}
-METRIC_LABELS = {**RANKED_METRICS, "class_entropy": "class entropy", "images_per_second": "images/s"}
+RANKED_METRICS = ("fid", "kid", "swd")
 
 
 @dataclass(frozen=True)
@@ -59,16 +58,9 @@ class Metric:
         return self.metric + (f" of {self.of}" if self.of else "")
 
     @property
-    def label(self) -> str:
-        return METRIC_LABELS.get(self.metric, self.metric.replace("_", " ")) + (f" of {self.of}" if self.of else "")
-
-    @property
     def scale(self) -> tuple[str, int, str]:
         """(feature network, images, reference split): the metrics that share it compare directly."""
         return self.features, self.n, self.reference
-
-    def text(self) -> str:
-        return f"{self.label} {format_value(self.metric, self.value)}"
 
 
 @dataclass(frozen=True)
@@ -105,44 +97,6 @@ class ReferenceSet:
     def rows_with(self, metric: str) -> list[ReferenceRow]:
         """The rows that have ``metric``, from lowest to highest."""
         return sorted((r for r in self.rows if metric in r.values), key=lambda r: r.values[metric])
-
-    def place(self, metric: str, value: float) -> str:
-        """Where ``value`` falls among the rows: "between resize (365.0) and blur (809.7)"."""
-        rows = self.rows_with(metric)
-        if not rows:
-            return ""
-
-        def named(row: ReferenceRow) -> str:
-            return f"{row.images} ({format_value(metric, row.values[metric])})"
-
-        below = [r for r in rows if r.values[metric] <= value]
-        above = [r for r in rows if r.values[metric] > value]
-        if not below:
-            return f"below every reference row (lowest: {named(above[0])})"
-        if not above:
-            return f"above every reference row (highest: {named(below[-1])})"
-        return f"between {named(below[-1])} and {named(above[0])}"
-
-    def row_text(self, metric: str) -> str:
-        return ", ".join(f"{r.images} {format_value(metric, r.values[metric])}" for r in self.rows_with(metric))
-
-
-def format_value(metric: str, value: float) -> str:
-    """FID with one decimal, KID with three significant figures, counts as integers, the rest as given."""
-    if metric == "fid":
-        return f"{value:,.1f}"
-    if metric in RANKED_METRICS:
-        return _significant(value, 3)
-    if value == int(value) and abs(value) >= 10:
-        return f"{int(value):,}"
-    return f"{value:.4g}"
-
-
-def _significant(value: float, digits: int) -> str:
-    if value == 0:
-        return "0"
-    decimals = digits - 1 - math.floor(math.log10(abs(value)))
-    return f"{round(value, decimals):,.0f}" if decimals <= 0 else f"{value:.{decimals}f}"
 
 
 def parse_metrics(data: Any, where: str) -> list[Metric]:
@@ -267,32 +221,3 @@ def reference_sets() -> tuple[ReferenceSet, ...]:
 def reference_set(metric: Metric) -> ReferenceSet | None:
     """The reference rows scored in ``metric``'s feature network against its reference split."""
     return next((s for s in reference_sets() if (s.features, s.reference) == (metric.features, metric.reference)), None)
-
-
-def group_by_scale(metrics: Iterable[Metric]) -> list[tuple[tuple[str, int, str], list[Metric]]]:
-    """Metrics grouped by (feature network, images, reference split), in the order they first appear."""
-    groups: dict[tuple[str, int, str], list[Metric]] = {}
-    for metric in metrics:
-        groups.setdefault(metric.scale, []).append(metric)
-    return list(groups.items())
-
-
-def describe_scale(scale: tuple[str, int, str]) -> str:
-    """"10,000 images against cifar10:test in features-cifar10" (the parts that are known)."""
-    features, n, reference = scale
-    parts = [f"{n:,} images" if n else "", f"against {reference}" if reference else "",
-             f"in {features}" if features else ""]
-    return " ".join(p for p in parts if p)
-
-
-def placed(metric: Metric) -> str:
-    """A metric with where it falls among its reference rows, or a plain statement of it."""
-    text = metric.text() + (f" ({metric.note})" if metric.note else "")
-    if metric.metric not in RANKED_METRICS:
-        return text
-    references = reference_set(metric)
-    where = references.place(metric.metric, metric.value) if references else ""
-    if where:
-        return f"{text}: {where}"
-    scale = describe_scale(metric.scale)
-    return f"{text} (no reference rows recorded " + (f"for {scale})" if scale else "for its feature network and reference)")

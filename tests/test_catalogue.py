@@ -9,8 +9,9 @@ from click.testing import CliRunner
 from genzoo.cli import cli
 from genzoo.errors import GenzooError
 from genzoo.plugins import get_host
-from genzoo.registry import (RANKED_METRICS, STATUSES, Metric, ModelEntry, ReferenceRow, ReferenceSet, format_value,
-                             load_reference_sets, reference_set, registry_path)
+from genzoo.registry import (RANKED_METRICS, STATUSES, Metric, ModelEntry, ReferenceRow, ReferenceSet,
+                             load_reference_sets, load_registry_file, reference_set, registry_path)
+from genzoo.reporting import format_value, place
 
 
 @pytest.fixture
@@ -33,7 +34,6 @@ def test_info_of_ign_cifar10_fits_a_screen_and_says_status_scale_and_how_to_repr
     assert len(lines) <= 40 and max(map(len, lines)) <= 110
     assert "status: experimental." in text and "class entropy 0.841 (bar 0.9" in " ".join(text.split())
     assert "FID 677.7: between noise 0.1 (474.5) and blur (809.7)" in text
-    assert "FID: real 1.7, resize 365.0, noise 0.1 474.5, blur 809.7, noise 0.3 1,498.9" in text
     assert "KID (raw) 145:" in text
     reproduce = text.split("reproduce")[1]
     assert "genzoo fit ign --dataset cifar10 --data-root DIR" in reproduce
@@ -41,11 +41,21 @@ def test_info_of_ign_cifar10_fits_a_screen_and_says_status_scale_and_how_to_repr
     assert "genzoo sample ign-cifar10" in text and "licence: CIFAR-10" in text
 
 
-def test_info_full_adds_config_provenance_evaluation_and_bibtex(runner):
-    short, full = info(runner, "ign-mnist"), info(runner, "ign-mnist", "--full")
-    for part in ("config:", "provenance:", "evaluation:", "@inproceedings", "files (sha256):"):
-        assert part not in short and part in full
-    assert len(full.splitlines()) > len(short.splitlines())
+@pytest.mark.parametrize("name", sorted(entry.name for entry in load_registry_file()))
+def test_info_of_every_catalogue_model_is_at_most_40_lines_and_full_keeps_the_rest(runner, name):
+    short, full = info(runner, name).splitlines(), info(runner, name, "--full").splitlines()
+    assert len(short) <= 40, f"genzoo info {name}: {len(short)} lines"
+    assert short[0] == full[0] and len(full) > len(short)
+    full_words = " ".join(full).split()
+    for command in get_host().model(name).command:  # every command is in --full, word for word
+        assert all(word in full_words for word in command.split()), command
+
+
+def test_info_full_adds_the_reference_rows_and_the_commands_a_short_text_leaves_out(runner):
+    short, full = info(runner, "ign-celeba64"), info(runner, "ign-celeba64", "--full")
+    assert "reference rows (" not in short and "SWD: real 9.91, resize 21.8, blur 36.5" in full
+    if "reproduce:" in short:  # the commands gave way to a pointer
+        assert "`genzoo info ign-celeba64 --full` lists them" in short and "genzoo fit ign --dataset celeba64" in full
 
 
 def test_info_of_a_feature_network_names_its_command_metric_and_licence(runner, toy_site):
@@ -79,7 +89,7 @@ def test_a_misspelt_name_gets_a_suggestion(runner):
 
 
 def test_list_has_a_status_column_and_the_methods_without_a_model(runner, toy_site):
-    result = runner.invoke(cli, ["list"])
+    result = runner.invoke(cli, ["list", "--wide"])
     assert result.exit_code == 0
     rows = {line.split()[0]: line for line in result.output.splitlines() if line and not line.startswith(" ")}
     assert "STATUS" in rows["NAME"]
@@ -92,11 +102,24 @@ def test_list_has_a_status_column_and_the_methods_without_a_model(runner, toy_si
     assert "mmb-reconstruct" in {row["name"] for row in listed if row["kind"] == "method"}
 
 
-def test_list_cuts_long_dataset_descriptions_and_says_where_the_whole_entry_is(runner):
+@pytest.mark.parametrize("columns", [60, 100, 160])
+def test_list_fits_the_terminal_cutting_the_summary_and_wide_shows_all(runner, columns):
+    listed = runner.invoke(cli, ["list"], env={"COLUMNS": str(columns)})
+    assert listed.exit_code == 0
+    lines = listed.output.splitlines()
+    assert max(map(len, lines)) <= columns
+    assert "`genzoo list --wide` shows all" in listed.output
+    names = [line.split()[0] for line in lines[1:] if line and line.split()[0] in get_host().models]
+    assert names == sorted(get_host().models)  # every model is listed, whatever the width
+    summary = get_host().models["ign-mnist"].summary
+    assert summary not in listed.output and summary in runner.invoke(cli, ["list", "--wide"]).output
+
+
+def test_list_cuts_long_dataset_descriptions_and_info_has_them_whole(runner):
     from genzoo.cli.list_cmd import DATASET_WIDTH
 
     long = [e for e in get_host().all_models().values() if len(e.dataset) > DATASET_WIDTH]
-    listed = runner.invoke(cli, ["list"])
+    listed = runner.invoke(cli, ["list"], env={"COLUMNS": "200"})
     header = listed.output.splitlines()[0]
     assert len(header[header.index("DATASET"):header.index("WEIGHTS")]) <= DATASET_WIDTH + 2
     assert long, "the bundled catalogue has long dataset descriptions (mmb-mnist)"
@@ -139,10 +162,10 @@ def test_a_model_below_its_own_bars_is_experimental():
 def test_reference_placement_and_units():
     refs = ReferenceSet("f", "d:test", 10, rows=tuple(
         ReferenceRow(name, "", {"fid": v}) for name, v in (("real", 1.652), ("blur", 809.7), ("resize", 365.0))))
-    assert refs.place("fid", 677.7) == "between resize (365.0) and blur (809.7)"
-    assert refs.place("fid", 0.5) == "below every reference row (lowest: real (1.7))"
-    assert refs.place("fid", 900) == "above every reference row (highest: blur (809.7))"
-    assert refs.place("kid", 1.0) == ""
+    assert place(refs, "fid", 677.7) == "between resize (365.0) and blur (809.7)"
+    assert place(refs, "fid", 0.5) == "below every reference row (lowest: real (1.7))"
+    assert place(refs, "fid", 900) == "above every reference row (highest: blur (809.7))"
+    assert place(refs, "kid", 1.0) == ""
     assert [format_value("kid", v) for v in (145.293, 0.02742, 54683.8, -49.05)] == ["145", "0.0274", "54,700", "-49.0"]
 
 

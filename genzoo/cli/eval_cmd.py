@@ -6,6 +6,7 @@ import click
 from ..configs import parse_assignments
 from ..errors import GenzooError
 from ..metrics.evaluation import EvalOptions, evaluate
+from ..reporting import eval_lines
 from .options import device_from, device_option, options_from, parse_labels, parse_refine_options
 
 
@@ -37,26 +38,5 @@ def command(name, sample_options, refine_opts, labels, json_out, device, **optio
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(json.dumps(result, indent=2) + "\n")
     for report in result if isinstance(result, list) else [result]:
-        _print(report, several=isinstance(result, list))
-
-
-def _print(report: dict, several: bool) -> None:
-    applied = f" (apply {report['apply']})" if several else ""
-    click.echo(f"{report['source']}{applied}: {report['n']} images vs {report['reference']['spec']} "
-               f"({report['reference']['n']}), features {report['features']['name']}")
-    for key, value in report["metrics"].items():
-        if key == "kid":  # printed x 1e3 (the raw estimate is tiny for normalised features; registry.yaml keeps it raw)
-            value = {**value, "mean": value["mean"] * 1e3, "std": value["std"] * 1e3}
-            key = "kid_x1e3"
-        if isinstance(value, dict):
-            click.echo(f"  {key}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()))
-        else:
-            click.echo(f"  {key}: {_fmt(value)}")
-
-
-def _fmt(value):
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list):
-        return "[" + " ".join("-" if v is None else f"{v:.3f}" for v in value) + "]"
-    return str(value)
+        for line in eval_lines(report, several=isinstance(result, list)):
+            click.echo(line)

@@ -1,7 +1,6 @@
 import dataclasses
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -9,28 +8,31 @@ import click
 
 from ..loading import model_document
 from ..plugins import find_model, get_host
-from ..registry import RANKED_METRICS, ModelEntry, describe_scale, group_by_scale, placed, reference_set
+from ..provenance import training_commands
+from ..registry import ModelEntry
+from ..reporting import WIDTH, info_metric_lines, wrap
 
-WIDTH = 100
+MAX_LINES = 40  # of the text without --full: one screen
 
 
 @click.command("info")
 @click.argument("name")
-@click.option("--full", is_flag=True, help="Also the config, provenance, evaluation details and BibTeX.")
+@click.option("--full", is_flag=True,
+              help="Also the reference rows, every command, the config, provenance, evaluation details and BibTeX.")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 def command(name: str, full: bool, as_json: bool) -> None:
     """Show a model: summary, licence, status, metrics beside their reference rows, how to sample and reproduce it.
 
     NAME is a model name, an alias, a method name (its default model; a method with no pretrained
     model yet is described itself), a model directory or hf://ORG/NAME[@REVISION] (which fetches
-    config.json alone).
+    config.json alone). The text fits in 40 lines; --full shows everything.
     """
     host = get_host()
     if name.startswith("hf://") or Path(name).is_dir():
         document, where = model_document(name)
         info = {"name": name, "method": document["method"], "weights": where, "config": document["config"],
                 "provenance": document.get("provenance", {})}
-        lines = _directory_lines(info)
+        lines = _directory_lines(info, full)
     elif _method_without_model(name):
         cls = host.method(name)
         info = _method_info(cls)
@@ -84,29 +86,43 @@ def _entry_info(entry: ModelEntry) -> dict[str, Any]:
 
 
 def _model_lines(entry: ModelEntry, info: dict[str, Any], full: bool) -> list[str]:
-    lines = _wrap(f"{entry.name}: {entry.summary}" if entry.summary else entry.name)
-    lines += _wrap(f"status: {entry.status}." + (f" {entry.limitations}" if entry.limitations else ""))
-    lines += _wrap(f"licence: {entry.license or 'not stated'}")
+    """The sections of a model's text; without ``full``, the longest give way to a pointer until it fits."""
+    head = wrap(f"{entry.name}: {entry.summary}" if entry.summary else entry.name)
+    head += wrap(f"status: {entry.status}." + (f" {entry.limitations}" if entry.limitations else ""))
+    head += wrap(f"licence: {entry.license or 'not stated'}")
     verbs = ", ".join(info.get("capabilities", []))
     method = f"method: {entry.method}" + (f" (plugin {info['plugin']}; verbs {verbs})" if verbs else f" ({info['method_summary']})")
-    lines += _wrap(method + (f"; dataset: {entry.dataset}" if entry.dataset else ""))
-    lines += _wrap(f"weights: {_where(entry, info)}")
+    head += wrap(method + (f"; dataset: {entry.dataset}" if entry.dataset else ""))
+    head += wrap(f"weights: {_where(entry, info)}")
     if full and entry.aliases:
-        lines.append(f"aliases: {', '.join(entry.aliases)}")
-    lines += _metric_lines(entry)
-    if entry.weights_kind() != "unpublished":
-        lines += _use_lines(entry.name, info.get("capabilities", []))
-    if entry.command:
-        lines.append("reproduce (DIR: the folder given by --data-root; `genzoo datasets` lists what it needs):")
-        for command in entry.command:
-            lines += _command(command)
+        head.append(f"aliases: {', '.join(entry.aliases)}")
+    sections = {
+        "head": head,
+        "quality": info_metric_lines(entry.metrics, reference_rows=full),
+        "use": _use_lines(entry.name, info.get("capabilities", [])) if entry.weights_kind() != "unpublished" else [],
+        "reproduce": _reproduce_lines(entry.command),
+    }
     if full:
-        lines += _full_lines(entry, info)
-    else:
-        paper = _paper_title(info.get("paper", ""))
-        if paper:
-            lines += _wrap(f"paper: {paper}")
-        lines.append(f"`genzoo info {entry.name} --full` adds the config, provenance, evaluation details and BibTeX.")
+        return [line for lines in sections.values() for line in lines] + _full_lines(entry, info)
+    paper = _paper_title(info.get("paper", ""))
+    sections["tail"] = (wrap(f"paper: {paper}") if paper else []) + wrap(
+        f"`genzoo info {entry.name} --full` adds reference rows, config, provenance and BibTeX.")
+    more = f"`genzoo info {entry.name} --full` lists them"
+    stand_ins = {"reproduce": [f"reproduce: {len(entry.command)} commands; {more}"],
+                 "quality": [f"quality: {len(entry.metrics)} measurements; {more}"]}
+    for part, stand_in in stand_ins.items():
+        if sum(map(len, sections.values())) <= MAX_LINES:
+            break
+        sections[part] = stand_in
+    return [line for lines in sections.values() for line in lines]
+
+
+def _reproduce_lines(commands: list[str]) -> list[str]:
+    if not commands:
+        return []
+    lines = ["reproduce (DIR: the folder given by --data-root; `genzoo datasets` lists what it needs):"]
+    for command in commands:
+        lines += _command(command)
     return lines
 
 
@@ -119,25 +135,6 @@ def _where(entry: ModelEntry, info: dict[str, Any]) -> str:
     if kind == "missing":
         return f"should be bundled in {entry.bundled}, but that package is not installed"
     return "not published; the commands below make them"
-
-
-def _metric_lines(entry: ModelEntry) -> list[str]:
-    lines: list[str] = []
-    for scale, metrics in group_by_scale(entry.metrics):
-        described = describe_scale(scale)
-        lines.append(f"quality, {described}:" if described else "other measurements:")
-        ranked = [m for m in metrics if m.metric in RANKED_METRICS]
-        for metric in ranked:
-            lines += _wrap(placed(metric), indent="  ")
-        rest = [placed(m) for m in metrics if m.metric not in RANKED_METRICS]
-        if rest:
-            lines += _wrap(("also: " if ranked else "") + "; ".join(rest), indent="  ")
-        references = reference_set(ranked[0]) if ranked else None
-        if references:
-            lines.append(f"  reference rows ({references.n:,} images each, the same features and reference):")
-            for name in dict.fromkeys(m.metric for m in ranked):
-                lines += _wrap(f"{RANKED_METRICS[name]}: {references.row_text(name)}", indent="    ")
-    return lines
 
 
 def _use_lines(name: str, capabilities: list[str]) -> list[str]:
@@ -157,12 +154,12 @@ def _full_lines(entry: ModelEntry, info: dict[str, Any]) -> list[str]:
         lines.append("files (sha256):")
         lines += [f"  {file}: {digest}" for file, digest in entry.files.items()]
     if entry.evaluation:
-        lines += _wrap(f"evaluation: {entry.evaluation}")
+        lines += wrap(f"evaluation: {entry.evaluation}")
     for key in ("config", "provenance"):
         if info.get(key):
             lines.append(f"{key}:")
             for k, v in info[key].items():
-                lines += _wrap(f"{k}: {v}", indent="  ")
+                lines += wrap(f"{k}: {v}", indent="  ")
     if info.get("paper"):
         lines += ["paper:", info["paper"].strip()]
     return lines
@@ -170,7 +167,7 @@ def _full_lines(entry: ModelEntry, info: dict[str, Any]) -> list[str]:
 
 def _method_lines(info: dict[str, Any], full: bool) -> list[str]:
     name = info["name"]
-    lines = _wrap(f"{name}: a method with no pretrained model yet. {info['summary']}")
+    lines = wrap(f"{name}: a method with no pretrained model yet. {info['summary']}")
     lines.append(f"plugin: {info['plugin']}; verbs: {', '.join(info['capabilities'])}")
     if "fit" in info["capabilities"]:
         lines.append("train one (`genzoo fit --help` lists the options; DIR: the folder given by --data-root):")
@@ -178,21 +175,26 @@ def _method_lines(info: dict[str, Any], full: bool) -> list[str]:
         lines.append(f"  genzoo sample runs/{name} -o samples.png" if "sample" in info["capabilities"]
                      else f"  genzoo info runs/{name}")
     defaults = ", ".join(f"{k}={v}" for k, v in info["config_defaults"].items())
-    lines += _wrap(f"config defaults (--set KEY=VALUE): {defaults}")
+    lines += wrap(f"config defaults (--set KEY=VALUE): {defaults}")
     if full and info["paper"]:
         lines += ["paper:", info["paper"].strip()]
     elif _paper_title(info["paper"]):
-        lines += _wrap(f"paper: {_paper_title(info['paper'])}")
+        lines += wrap(f"paper: {_paper_title(info['paper'])}")
     return lines
 
 
-def _directory_lines(info: dict[str, Any]) -> list[str]:
+def _directory_lines(info: dict[str, Any], full: bool) -> list[str]:
     lines = [f"name: {info['name']}", f"method: {info['method']}", f"weights: {info['weights']}"]
+    if not full:
+        config = ", ".join(f"{k}={v}" for k, v in info["config"].items())
+        commands = training_commands(info["provenance"])
+        lines += wrap(f"config: {config}") + (["trained with:", *(f"  {c}" for c in commands)] if commands else [])
+        return lines + ["`--full` adds the provenance and lists the config one field a line."]
     for key in ("config", "provenance"):
         if info.get(key):
             lines.append(f"{key}:")
             for k, v in info[key].items():
-                lines += _wrap(f"{k}: {v}", indent="  ")
+                lines += wrap(f"{k}: {v}", indent="  ")
     return lines
 
 
@@ -202,11 +204,6 @@ def _paper_title(bibtex: str) -> str:
     if not title:
         return ""
     return " ".join(title.group(1).split()) + (f" ({year.group(1)})" if year else "")
-
-
-def _wrap(text: str, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False, break_long_words=False) or [indent]
 
 
 def _command(command: str) -> list[str]:

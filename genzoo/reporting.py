@@ -1,0 +1,247 @@
+"""How measurements are written for people: `genzoo info`, `genzoo eval`, docs/models.md and model cards.
+
+A distance (FID, KID, SWD) means something only beside the reference rows of its feature network
+and reference split (real images, and real images degraded), so each one is written with where it
+falls among them: "FID 48.7: between noise 0.1 (28.4) and resize (195.7)". Every number is written
+by :func:`format_value`, so one metric reads the same on every page.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from typing import Any, Iterable
+
+from .registry import RANKED_METRICS, Metric, ModelEntry, ReferenceSet, reference_set, reference_sets
+
+LABELS = {"fid": "FID", "kid": "KID (raw)", "swd": "SWD", "class_entropy": "class entropy",
+          "images_per_second": "images/s"}
+WIDTH = 100  # of `genzoo info`'s text
+
+
+def format_value(metric: str, value: float) -> str:
+    """FID with one decimal, KID and SWD with three significant figures, counts as integers, the rest as given."""
+    if metric == "fid":
+        return f"{value:,.1f}"
+    if metric in RANKED_METRICS:
+        return _significant(value, 3)
+    if value == int(value) and abs(value) >= 10:
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
+
+def _significant(value: float, digits: int) -> str:
+    if value == 0:
+        return "0"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, decimals):,.0f}" if decimals <= 0 else f"{value:.{decimals}f}"
+
+
+def label(metric: Metric) -> str:
+    """"FID", "FID of f(f(z))", "label accuracy"."""
+    return LABELS.get(metric.metric, metric.metric.replace("_", " ")) + (f" of {metric.of}" if metric.of else "")
+
+
+def metric_text(metric: Metric) -> str:
+    return f"{label(metric)} {format_value(metric.metric, metric.value)}"
+
+
+# -- reference rows ------------------------------------------------------------------------------------------
+
+
+def place(references: ReferenceSet, metric: str, value: float) -> str:
+    """Where ``value`` falls among the rows: "between resize (365.0) and blur (809.7)"; "" without rows."""
+    rows = references.rows_with(metric)
+    if not rows:
+        return ""
+
+    def named(row: Any) -> str:
+        return f"{row.images} ({format_value(metric, row.values[metric])})"
+
+    below = [r for r in rows if r.values[metric] <= value]
+    above = [r for r in rows if r.values[metric] > value]
+    if not below:
+        return f"below every reference row (lowest: {named(above[0])})"
+    if not above:
+        return f"above every reference row (highest: {named(below[-1])})"
+    return f"between {named(below[-1])} and {named(above[0])}"
+
+
+def reference_row_text(references: ReferenceSet, metric: str) -> str:
+    """"real 1.7, resize 365.0, ...": the rows that have ``metric``, lowest first."""
+    return ", ".join(f"{r.images} {format_value(metric, r.values[metric])}" for r in references.rows_with(metric))
+
+
+def group_by_scale(metrics: Iterable[Metric]) -> list[tuple[tuple[str, int, str], list[Metric]]]:
+    """Metrics grouped by (feature network, images, reference split), in the order they first appear."""
+    groups: dict[tuple[str, int, str], list[Metric]] = {}
+    for metric in metrics:
+        groups.setdefault(metric.scale, []).append(metric)
+    return list(groups.items())
+
+
+def describe_scale(scale: tuple[str, int, str]) -> str:
+    """"10,000 images against cifar10:test in features-cifar10" (the parts that are known)."""
+    features, n, reference = scale
+    parts = [f"{n:,} images" if n else "", f"against {reference}" if reference else "",
+             f"in {features}" if features else ""]
+    return " ".join(p for p in parts if p)
+
+
+def placed(metric: Metric) -> str:
+    """A metric with where it falls among its reference rows, or a plain statement of it."""
+    text = metric_text(metric) + (f" ({metric.note})" if metric.note else "")
+    if metric.metric not in RANKED_METRICS:
+        return text
+    references = reference_set(metric)
+    where = place(references, metric.metric, metric.value) if references else ""
+    if where:
+        return f"{text}: {where}"
+    scale = describe_scale(metric.scale)
+    return f"{text} (no reference rows recorded " + (f"for {scale})" if scale else "for its feature network and reference)")
+
+
+def _ranked_names(metrics: Iterable[Metric]) -> list[str]:
+    return list(dict.fromkeys(m.metric for m in metrics if m.metric in RANKED_METRICS))
+
+
+# -- genzoo info ---------------------------------------------------------------------------------------------
+
+
+def wrap(text: str, indent: str = "") -> list[str]:
+    """``text`` in lines of at most WIDTH characters, later lines indented two more spaces."""
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=False) or [indent]
+
+
+def info_metric_lines(metrics: list[Metric], *, reference_rows: bool) -> list[str]:
+    """The metrics of `genzoo info`: one group per scale, each distance placed, the rest on one line."""
+    lines: list[str] = []
+    for scale, group in group_by_scale(metrics):
+        described = describe_scale(scale)
+        lines.append(f"quality, {described}:" if described else "other measurements:")
+        ranked = [m for m in group if m.metric in RANKED_METRICS]
+        for metric in ranked:
+            lines += wrap(placed(metric), indent="  ")
+        rest = [placed(m) for m in group if m.metric not in RANKED_METRICS]
+        if rest:
+            lines += wrap(("also: " if ranked else "") + "; ".join(rest), indent="  ")
+        references = reference_set(ranked[0]) if ranked else None
+        if references and reference_rows:
+            lines.append(f"  reference rows ({references.n:,} images each, the same features and reference):")
+            for name in _ranked_names(ranked):
+                lines += wrap(f"{LABELS[name]}: {reference_row_text(references, name)}", indent="    ")
+    return lines
+
+
+# -- genzoo eval ---------------------------------------------------------------------------------------------
+
+
+def eval_lines(report: dict[str, Any], *, several: bool) -> list[str]:
+    """One evaluation report as `genzoo eval` prints it (KID times 1e3: the raw estimate is tiny)."""
+    applied = f" (apply {report['apply']})" if several else ""
+    lines = [f"{report['source']}{applied}: {report['n']} images vs {report['reference']['spec']} "
+             f"({report['reference']['n']}), features {report['features']['name']}"]
+    for key, value in report["metrics"].items():
+        if key == "kid":
+            value = {**value, "mean": value["mean"] * 1e3, "std": value["std"] * 1e3}
+            key = "kid_x1e3"
+        if isinstance(value, dict):
+            lines.append(f"  {key}: " + ", ".join(f"{k}={_result(v)}" for k, v in value.items()))
+        else:
+            lines.append(f"  {key}: {_result(value)}")
+    return lines
+
+
+def _result(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + " ".join("-" if v is None else f"{v:.3f}" for v in value) + "]"
+    return str(value)
+
+
+# -- Markdown: model cards and docs/models.md ----------------------------------------------------------------
+
+
+def card_evaluation(metrics: list[Metric], evaluation: str) -> str:
+    """The card's Evaluation section: each group of metrics measured alike, every distance beside its rows."""
+    lines = ["## Evaluation", ""]
+    for scale, group in group_by_scale(metrics):
+        described = describe_scale(scale)
+        if described:
+            lines += [f"{described[0].upper()}{described[1:]}:", ""]
+        lines += [f"- {placed(metric)}" for metric in sorted(group, key=lambda m: m.metric not in RANKED_METRICS)]
+        lines.append("")
+        ranked = [m for m in group if m.metric in RANKED_METRICS]
+        references = reference_set(ranked[0]) if ranked else None
+        if references:
+            names = _ranked_names(ranked)
+            lines += [f"Reference rows ({references.n:,} images each, the same features and reference):", "",
+                      "| images | " + " | ".join(LABELS[n] for n in names) + " |", "|---|" + "---|" * len(names)]
+            lines += [f"| {row.images}: {row.description} | "
+                      + " | ".join(format_value(n, row.values[n]) if n in row.values else "" for n in names) + " |"
+                      for row in references.rows]
+            lines.append("")
+    lines += [f"How they were measured: {' '.join(evaluation.split()) or 'not stated'}.".replace("..", "."), ""]
+    return "\n".join(lines)
+
+
+def models_table(entries: Iterable[ModelEntry]) -> str:
+    """Every model: method, dataset, status, where its weights are, what it is not good at, licence."""
+    lines = ["| model | method | dataset | status | weights | what it is not good at | licence |",
+             "|---|---|---|---|---|---|---|"]
+    for e in entries:
+        where = f"bundled (`{e.bundled}`)" if e.bundled else (f"`{e.hub_ref()}`" if e.hub else "not published")
+        lines.append(f"| `{e.name}` | {e.method} | {e.dataset} | {e.status} | {where} | "
+                     f"{' '.join(e.limitations.split()) or '-'} | {e.license or '-'} |")
+    return "\n".join(lines)
+
+
+def distance_tables(entries: Iterable[ModelEntry]) -> list[tuple[str, str]]:
+    """(heading, table) per (feature network, reference split), in registry.yaml's order of reference sets."""
+    tables: dict[tuple[str, str], list[tuple[ModelEntry, list[Metric]]]] = {}
+    for entry in entries:
+        for (features, _, reference), metrics in group_by_scale(entry.metrics):
+            if any(m.metric in RANKED_METRICS for m in metrics):
+                tables.setdefault((features, reference), []).append((entry, metrics))
+    order = [(s.features, s.reference) for s in reference_sets()]
+    keys = sorted(tables, key=lambda k: order.index(k) if k in order else len(order))
+    return [(f"{key[1]}, in {key[0]}", _distance_table(reference_set(tables[key][0][1][0]), tables[key]))
+            for key in keys]
+
+
+def _distance_table(references: ReferenceSet | None, rows: list[tuple[ModelEntry, list[Metric]]]) -> str:
+    """Models and reference rows in the columns both have (the distances always), the first distance placed."""
+    in_rows = {name for row in (references.rows if references else ()) for name in row.values}
+    names = [name for name in dict.fromkeys(m.metric for _, metrics in rows for m in metrics)
+             if name in RANKED_METRICS or name in in_rows]
+    first = next(name for name in names if name in RANKED_METRICS)
+    header = ["images", "n", *(LABELS.get(name, name) for name in names), f"where the {LABELS[first]} falls"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for entry, metrics in rows:
+        for of in dict.fromkeys(m.of for m in metrics):
+            same = {m.metric: m for m in metrics if m.of == of}
+            name = f"`{entry.name}` ({entry.status})" + (f", {of}" if of else "")
+            cells = [format_value(n, same[n].value) if n in same else "" for n in names]
+            where = place(references, first, same[first].value) if references and first in same else ""
+            lines.append("| " + " | ".join([name, f"{metrics[0].n:,}", *cells, where]) + " |")
+    if references is None:
+        return "\n".join(lines) + "\n\nNo reference rows are recorded for this feature network and reference split."
+    for row in references.rows:
+        cells = [format_value(n, row.values[n]) if n in row.values else "" for n in names]
+        lines.append("| " + " | ".join([f"reference *{row.images}*: {row.description}", f"{references.n:,}", *cells, ""])
+                     + " |")
+    return "\n".join(lines) + (f"\n\nReference rows: `{references.source}`." if references.source else "")
+
+
+def other_measurements(entries: Iterable[ModelEntry]) -> str:
+    """The measurements no distance table holds, one line per model."""
+    in_tables = {(s.features, s.reference): {n for r in s.rows for n in r.values} for s in reference_sets()}
+    lines = []
+    for e in entries:
+        rest = [placed(m) for m in e.metrics if m.metric not in RANKED_METRICS
+                and m.metric not in in_tables.get((m.features, m.reference), ())]
+        if rest:
+            lines.append(f"- `{e.name}`: " + "; ".join(rest))
+    return "\n".join(lines) or "-"
