@@ -15,8 +15,9 @@ import torch
 from .configs import option
 from .errors import ArgumentError
 from .method import BATCH_SIZE, INFERENCE_PRECISION
+from .precision import PRECISIONS
 
-Precision = Literal["auto", "fp32", "bf16", "fp16"]  # genzoo.precision.PRECISIONS
+Precision = Literal[PRECISIONS]  # type: ignore[valid-type]
 PRECISION_HELP = ("Numeric precision: fp32 (the same images on every machine, up to float rounding), bf16, fp16 "
                   "(GPUs), or auto (bf16 where native and measured faster on this machine).")
 PROGRESS_HELP = "Show progress bars (only on a terminal; never in logs or pipes)."
@@ -73,7 +74,7 @@ def generate(
     if apply > 1:
         model.require("refine")
     if refiner is not None:
-        refiner.require("refine")
+        check_refine(refiner, refine_steps, refine_options or {})
     common = {"seed": seed, "batch_size": batch_size, "device": device, "precision": precision, "progress": progress}
     if labels is None and model.num_classes:
         labels = torch.arange(n) % model.num_classes
@@ -84,3 +85,8 @@ def generate(
         images = refiner.refine(images, labels=labels if refiner.num_classes else None, steps=refine_steps,
                                 **common, **(refine_options or {}))
     return images, labels
+
+
+def check_refine(refiner, steps: int | None, options: dict[str, Any]) -> None:
+    """Refuse refine settings ``refiner`` does not take, before any image is made (it refines an empty batch)."""
+    refiner.refine(torch.empty(0, *refiner.image_shape), steps=steps, **options)

@@ -172,16 +172,11 @@ def cached_dir(repo_id: str, revision: str | None = None,
 def _model_info(repo_id: str, revision: str | None, where: str) -> Any:
     """The Hub's model info at ``revision``; None when the Hub cannot be reached (the cache may serve)."""
     import huggingface_hub as hf
-    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.utils import HfHubHTTPError
 
     try:
-        return hf.HfApi(library_name="genzoo", library_version=__version__).model_info(repo_id, revision=revision)
-    except GatedRepoError:
-        raise GenzooError(_gated(where)) from None
-    except RepositoryNotFoundError:
-        raise GenzooError(_not_found(repo_id)) from None
-    except RevisionNotFoundError:
-        raise GenzooError(_no_revision(repo_id, revision)) from None
+        with _repo_errors(repo_id, revision, where):
+            return hf.HfApi(library_name="genzoo", library_version=__version__).model_info(repo_id, revision=revision)
     except HfHubHTTPError:
         return None  # Hub trouble (5xx): let the download fall back to the cache, or explain
     except Exception as exc:
@@ -213,20 +208,14 @@ def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry:
            local_only: bool) -> Path:
     """One file through hf_hub_download (from the cache alone when offline), failures in one sentence."""
     import huggingface_hub as hf
-    from huggingface_hub.utils import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                       RepositoryNotFoundError, RevisionNotFoundError)
+    from huggingface_hub.utils import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        path = hf.hf_hub_download(repo_id, filename, revision=revision, library_name="genzoo",
-                                  library_version=__version__, local_files_only=local_only)
+        with _repo_errors(repo_id, revision, where):
+            path = hf.hf_hub_download(repo_id, filename, revision=revision, library_name="genzoo",
+                                      library_version=__version__, local_files_only=local_only)
     except LocalEntryNotFoundError:
         raise GenzooError(_not_cached(repo_id, revision, where, entry)) from None
-    except GatedRepoError:
-        raise GenzooError(_gated(where)) from None
-    except RepositoryNotFoundError:
-        raise GenzooError(_not_found(repo_id)) from None
-    except RevisionNotFoundError:
-        raise GenzooError(_no_revision(repo_id, revision)) from None
     except EntryNotFoundError:
         if filename == CONFIG_FILE:
             raise WeightsError(f"{where} is not a genzoo model: it has no {CONFIG_FILE}; pass a repo published with "
@@ -284,6 +273,21 @@ def _discard_cached(path: Path) -> None:
             target.unlink()
 
 
+@contextlib.contextmanager
+def _repo_errors(repo_id: str, revision: str | None, where: str) -> Iterator[None]:
+    """What the Hub says of a repo it will not serve, as one sentence: gated, not found, no such revision."""
+    from huggingface_hub.utils import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        yield
+    except GatedRepoError:  # a kind of RepositoryNotFoundError: asked first
+        raise GenzooError(_gated(where)) from None
+    except RepositoryNotFoundError:
+        raise GenzooError(_not_found(repo_id)) from None
+    except RevisionNotFoundError:
+        raise GenzooError(_no_revision(repo_id, revision)) from None
+
+
 def _not_found(repo_id: str) -> str:
     return (f"hf://{repo_id} was not found on {endpoint()}: check the repo id; if the repo is private "
             f"or gated, log in with `hf auth login` or set HF_TOKEN")
@@ -316,12 +320,17 @@ def _not_cached(repo_id: str, revision: str | None, where: str, entry: ModelEntr
 # -- committing ---------------------------------------------------------------------------------------
 
 
+def check_can_push() -> None:
+    """Refuse at once when HF_HUB_OFFLINE is set: a push needs the network."""
+    if offline():
+        raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
+
+
 def commit_folder(folder: Path, repo_id: str, *, branch: str, private: bool, token: str | None, message: str) -> str:
     """Create the repo (and branch) if needed and commit every file of ``folder`` at once."""
     import huggingface_hub as hf
 
-    if offline():
-        raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
+    check_can_push()
     api = hf.HfApi(token=token, library_name="genzoo", library_version=__version__)
     operations = [hf.CommitOperationAdd(path_in_repo=p.name, path_or_fileobj=str(p))
                   for p in sorted(folder.iterdir()) if p.is_file()]

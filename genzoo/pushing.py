@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .errors import GenzooError
-from .hub import MAIN, check_repo_id, commit_folder, is_commit, offline
+from .hub import MAIN, check_can_push, check_repo_id, commit_folder, is_commit
 from .images import save_grid
 from .loading import resolve
 from .modelcard import gather_facts, render_card
@@ -48,8 +48,7 @@ def push_to_hub(
     """
     repo_id = check_repo_id(repo_id)
     branch = _check_branch(revision)
-    if offline():
-        raise GenzooError("HF_HUB_OFFLINE is set, and pushing needs the network: unset HF_HUB_OFFLINE to push")
+    check_can_push()  # before the sample grid is drawn
     with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
         folder = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
         return commit_folder(folder, repo_id, branch=branch, private=private, token=token,

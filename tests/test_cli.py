@@ -141,3 +141,23 @@ def test_help_imports_no_verb_nor_torch_and_sample_imports_no_training_code(tmp_
     assert "genzoo.cli.sample_cmd" in modules["sample"] and (tmp_path / "s.png").is_file()
     loaded = [m for m in modules["sample"] if m.startswith(TRAINING_MODULES)]
     assert loaded == [], f"genzoo sample imported training code: {loaded}"
+
+
+def test_the_inference_verbs_offer_exactly_the_precisions_genzoo_knows():
+    import typing
+
+    from genzoo.generate import RefineOptions, SampleOptions
+    from genzoo.precision import PRECISIONS
+
+    for options in (SampleOptions, RefineOptions):
+        assert typing.get_args(typing.get_type_hints(options)["precision"]) == PRECISIONS
+
+
+def test_an_unknown_refine_option_is_refused_by_the_refiner_before_any_sample(runner, toy_model_dir, monkeypatch):
+    toy = genzoo.get_host().method("toy")
+    drawn = []
+    monkeypatch.setattr(toy, "sample_batch", lambda self, *a, **k: drawn.append(1))
+    result = runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "2", "--refine", str(toy_model_dir),
+                                 "--refine-opt", "heat=1"])
+    assert result.exit_code == 1 and "toy refine has no option(s) ['heat']; its options:" in result.output
+    assert drawn == []

@@ -125,26 +125,30 @@ def parse_labels(text: str | None) -> torch.Tensor | None:
 
 def parse_refine_options(pairs: tuple[str, ...], steps: int | None, refiner_ref: str | None,
                          refiner: Any = None) -> dict[str, Any]:
-    """``--refine-opt key=value`` typed by what the refiner declares (loaded from ``refiner_ref`` if not given)."""
+    """``--refine-opt key=value`` typed by what the refiner declares (loaded from ``refiner_ref`` if not given),
+    and checked by the refiner before any image is made."""
     if (pairs or steps is not None) and not refiner_ref:
         raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
     if not pairs:
         return {}
-    if refiner is None:
-        from ..loading import load
+    from ..generate import check_refine
+    from ..loading import load
 
-        refiner = load(refiner_ref)
-    return parse_options(pairs, refiner.refine_options, f"{refiner.name} refine")
+    refiner = refiner if refiner is not None else load(refiner_ref)
+    options = parse_options(pairs, refiner.refine_options, "--refine-opt")
+    check_refine(refiner, steps, options)
+    return options
 
 
-def parse_options(pairs: tuple[str, ...], declared: dict[str, type], where: str) -> dict[str, Any]:
-    """``--opt key=value`` typed by what the method declares."""
-    raw = parse_assignments(pairs, "--opt")
-    unknown = sorted(set(raw) - set(declared))
-    if unknown:
-        known = ", ".join(sorted(declared)) or "none"
-        raise GenzooError(f"{where} has no option(s) {unknown}; its options: {known}")
-    return {key: coerce_value(value, declared[key], f"--opt {key}") for key, value in raw.items()}
+def parse_options(pairs: tuple[str, ...], declared: dict[str, type], flag: str = "--opt") -> dict[str, Any]:
+    """``--opt key=value`` typed by what the method declares.
+
+    A key it does not declare is passed on as given: the method's ``sample``/``refine`` refuses it,
+    naming the options it has.
+    """
+    raw = parse_assignments(pairs, flag)
+    return {key: coerce_value(value, declared[key], f"{flag} {key}") if key in declared else value
+            for key, value in raw.items()}
 
 
 def output_options(f):
