@@ -80,3 +80,18 @@ def test_real_mnist_from_shared_data(mnist_root):
     assert train.images.shape == (60000, 1, 28, 28) and len(test) == 10000
     assert train.labels.bincount().min() > 5000
     assert train.images.dtype == torch.uint8
+
+
+def test_each_cifar10_name_means_one_dataset_whatever_files_are_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENZOO_OFFLINE", "1")
+    (tmp_path / "cifar-10-batches-py").mkdir()  # torchvision's folder, empty: not genzoo's subset
+    with pytest.raises(GenzooError) as error:
+        load_dataset("cifar10", tmp_path)
+    message = str(error.value)
+    assert "\n" not in message and "cifar10 needs" in message and "cifar10/cifar10_jpeg.npz" in message
+    assert "use cifar10-full for torchvision's CIFAR-10" in message
+    (tmp_path / "cifar10").mkdir()
+    np.savez(tmp_path / "cifar10" / "cifar10_jpeg.npz", x_train=np.zeros((4, 32, 32, 3), np.uint8), y_train=np.arange(4))
+    assert load_dataset("cifar10", tmp_path).name == "cifar10:train"
+    with pytest.raises(GenzooError, match=r"CIFAR-10 is not under .* \(looked for cifar-10-batches-py\)"):
+        load_dataset("cifar10-full", tmp_path)  # the subset beside it is not the full set

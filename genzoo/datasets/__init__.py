@@ -1,7 +1,10 @@
 """Datasets for fit and eval, named by spec strings:
 
-    mnist[:train|test]   cifar10[:train|test]   cifar10-exact[:train|test]
+    mnist[:train|test]   cifar10[:train|test]   cifar10-exact[:train|test]   cifar10-full[:train|test]
     celeba64[:train|test|all]   celeba[:train|valid|test|all]   folder:PATH   npz:PATH[:SPLIT]
+
+Each name means one dataset whatever files are on disk; a name whose files are missing says which
+file it needs (``cifar10``: genzoo's JPEG-decoded subset; ``cifar10-full``: torchvision's).
 
 Every dataset is held in memory as uint8 NCHW images plus optional int64 labels
 (:class:`ImageData`), which keeps the training loop's batches cheap and its order exactly

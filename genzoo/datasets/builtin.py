@@ -17,6 +17,7 @@ from .files import load_npz
 from ..datatable import DATA_ROOT_ENV, ImageData, images_to_uint8_nchw
 
 CIFAR10_SUBSET = "cifar10/cifar10_jpeg.npz"
+CIFAR10_FULL = "cifar-10-batches-py"  # torchvision's layout
 CIFAR10_EXACT = "cifar10/cifar10_exact_5k.npz"
 CELEBA64 = "celeba/celeba64_5k.npz"
 CELEBA64_TRAIN = 4000  # faces 1-4,000 train (models, the CelebA feature network); 4,001-5,000 are held out
@@ -37,17 +38,19 @@ def load_mnist(root: Path, split: str) -> ImageData:
 
 
 def load_cifar10(root: Path, split: str) -> ImageData:
-    """The subset genzoo ships for offline machines when present, else torchvision's full CIFAR-10."""
-    subset = root / CIFAR10_SUBSET
-    if subset.is_file() and not (root / "cifar-10-batches-py").is_dir():
-        data = load_npz(subset, split)
-        return ImageData(data.images, data.labels, f"cifar10:{split} ({CIFAR10_SUBSET})")
+    """genzoo's CIFAR-10 subset: training images 0-9,999 and the whole test set, decoded from small JPEGs."""
+    data = load_npz(_required_file(root, CIFAR10_SUBSET, "cifar10", also="use cifar10-full for torchvision's "
+                                   "CIFAR-10 (downloaded when online)"), split)
+    return ImageData(data.images, data.labels, f"cifar10:{split}")
+
+
+def load_cifar10_full(root: Path, split: str) -> ImageData:
     from torchvision.datasets import CIFAR10
 
     ds = local_or_download(lambda download: CIFAR10(str(root), train=split == "train", download=download),
-                           "CIFAR-10", root, f"{CIFAR10_SUBSET} or cifar-10-batches-py")
+                           "CIFAR-10", root, CIFAR10_FULL)
     images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
-    return ImageData(images, torch.tensor(ds.targets, dtype=torch.long), f"cifar10:{split}")
+    return ImageData(images, torch.tensor(ds.targets, dtype=torch.long), f"cifar10-full:{split}")
 
 
 def load_cifar10_exact(root: Path, split: str) -> ImageData:
@@ -73,11 +76,11 @@ def load_celeba(root: Path, split: str, size: int = 64) -> ImageData:
     return ImageData(torch.stack([ds[i][0] for i in range(len(ds))]), None, f"celeba:{split}")
 
 
-def _required_file(root: Path, relative: str, name: str) -> Path:
+def _required_file(root: Path, relative: str, name: str, also: str = "") -> Path:
     path = root / relative
     if not path.is_file():
         raise GenzooError(f"{name} needs {path.resolve()}, which does not exist; pass --data-root DIR (or set "
-                          f"{DATA_ROOT_ENV}) to the folder that holds {relative}")
+                          f"{DATA_ROOT_ENV}) to the folder that holds {relative}" + (f", or {also}" if also else ""))
     return path
 
 
@@ -86,10 +89,13 @@ def register_datasets(register):
     register("mnist", load_mnist, shape=(1, 28, 28), num_classes=10, splits={"train": 60000, "test": 10000},
              files="MNIST/raw/*-ubyte", license=MNIST_LICENSE,
              summary="handwritten digits (torchvision's layout; downloaded when online)")
-    register("cifar10", load_cifar10, shape=(3, 32, 32), num_classes=10, splits={"train": None, "test": None},
-             files=f"{CIFAR10_SUBSET} or cifar-10-batches-py", license=CIFAR10_LICENSE,
-             summary="CIFAR-10: genzoo's JPEG-decoded subset when present (10,000 train + 10,000 test), "
-                     "else torchvision's full set (50,000 + 10,000)")
+    register("cifar10", load_cifar10, shape=(3, 32, 32), num_classes=10, splits={"train": 10000, "test": 10000},
+             files=CIFAR10_SUBSET, license=CIFAR10_LICENSE,
+             summary="genzoo's CIFAR-10 subset: training images 0-9,999 and the 10,000 test images, decoded from "
+                     "small JPEGs (what the zoo's CIFAR-10 models were trained and scored on)")
+    register("cifar10-full", load_cifar10_full, shape=(3, 32, 32), num_classes=10,
+             splits={"train": 50000, "test": 10000}, files=CIFAR10_FULL, license=CIFAR10_LICENSE,
+             summary="CIFAR-10 in full through torchvision (downloaded when online)")
     register("cifar10-exact", load_cifar10_exact, shape=(3, 32, 32), num_classes=10,
              splits={"train": 4000, "test": 1000}, files=CIFAR10_EXACT, license=CIFAR10_LICENSE,
              summary="CIFAR-10 training images 0-3,999 and test images 0-999, lossless")
