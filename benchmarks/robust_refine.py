@@ -1,6 +1,6 @@
 """Refinement benchmark: a generator's samples before and after each refiner, in the dataset's own features.
 
-    python benchmarks/robust_refine.py --refiners robust-mnist,DIR_CLASSIFIER_ONLY,DIR_PLAIN \
+    python benchmarks/robust_refine.py --refiners robust-mnist,runs/robust-clsonly,runs/robust-plain \
         --data-root DATA [-n 10000] [--steps K --eps R --step-size S] [--opt KEY=VALUE] [--seed S] \
         [--json docs/results/robust.json]
     python benchmarks/robust_refine.py --generator ign-cifar10 --ref cifar10:test --refiners robust-cifar10 \
@@ -12,9 +12,11 @@
 For each refiner: FID, KID, precision, recall, class entropy and confidence of the refined
 samples, how often the eval classifier agrees with the label the refiner aimed at (before and after), and
 refinement speed (images/s). The generator's samples are drawn once (--seed, default 0) and shared.
-``--opt KEY=VALUE`` passes any other refine option (e.g. ``langevin=0.02``, ``stop_at=0.9``);
+``--opt KEY=VALUE`` passes any other refine option of the refiners;
 ``--sample-opt KEY=VALUE`` a sample option of the generator (e.g. ``steps=2``). A refiner that does not
-classify (a consistency model, say) refines without labels, and has no label agreement.
+classify (a consistency model, say) refines without labels, and has no label agreement. A refiner
+may be a model directory written by benchmarks/robust_ablation.py (the classifier-only and plain
+ablations).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 import genzoo
 from genzoo.metrics.features import extract, feature_space
 from harness import parser, write_json
+from robust_ablation import register as register_ablations
 
 
 def main() -> None:
@@ -41,6 +44,7 @@ def main() -> None:
                    help="a sample option of the generator (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generator's samples (refinement noise too)")
     args = p.parse_args()
+    register_ablations()
 
     generator = genzoo.load(args.generator)
     samples = generator.sample(args.n, seed=args.seed, progress=True, **_options(args.sample_opt))

@@ -1,5 +1,7 @@
 """Robust refiner: PGD geometry, identity at 0 steps, gradient reaching every loss term, composition."""
 
+from pathlib import Path
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -47,35 +49,121 @@ def test_refine_stays_within_its_radius_and_raises_the_objective():
     assert (after > before).all()
 
 
-def test_langevin_refinement_is_reproducible_per_seed():
-    model = small(langevin=0.05)
-    x = torch.rand(3, 1, 28, 28)
+def test_refinement_draws_no_noise_and_does_not_depend_on_the_batch():
+    model = small()
+    x = torch.rand(3, 1, 28, 28, generator=torch.Generator().manual_seed(2))
     a = model.refine(x, labels=[0, 1, 2], steps=3, seed=7)
-    assert torch.equal(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=7))
+    assert torch.equal(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=8))
     assert torch.allclose(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=7, batch_size=1), atol=1e-5)
-    assert not torch.equal(a, model.refine(x, labels=[0, 1, 2], steps=3, seed=8))
+    assert not torch.equal(a, x)
 
 
 @pytest.mark.parametrize("realness", ["energy", "logit"])
-def test_every_loss_term_sends_gradient_to_the_classifier(toy_site, toy_model_dir, realness, monkeypatch):
-    model = small(realness=realness, ce_on_fakes=True)
+def test_every_loss_term_sends_gradient_to_the_classifier(realness, monkeypatch):
+    model = small(realness=realness)
     fakes = torch.rand(4, 1, 28, 28)
-    monkeypatch.setattr(model, "_fakes", lambda n, device: (fakes[:n], None))
+    monkeypatch.setattr(model, "labelled_fakes", lambda n, device: (fakes[:n], torch.tensor([3, 2, 1, 0])[:n]))
     batch = {"x": torch.rand(4, 1, 28, 28), "y": torch.tensor([0, 1, 2, 3])}
-    losses = model.training_step(batch)
-    for term in ("ce", "bce_real", "bce_fake", "ce_fake"):
+    for term in ("ce", "bce_real", "bce_fake"):
         model.zero_grad(set_to_none=True)
         losses = model.training_step(batch)
         losses[term].backward()
         total = sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None)
         assert total > 0, f"{term} sends no gradient: it is detached (the released code's bug)"
+    want = losses["ce"] + model.config.lambda_bce * (losses["bce_real"] + losses["bce_fake"])
+    assert torch.allclose(losses["loss"], want)
 
 
-def test_classifier_only_ablation_has_no_discriminator_terms(monkeypatch):
-    model = small(discriminator=False)
-    monkeypatch.setattr(model, "_fakes", lambda n, device: pytest.fail("the ablation must not sample fakes"))
+def test_the_config_carries_no_ablation_switches_or_measured_useless_options():
+    from dataclasses import fields
+
+    names = {f.name for f in fields(RobustRefiner.Config)}
+    assert not names & {"discriminator", "adversarial", "ce_on_fakes", "langevin", "stop_at"}
+    assert set(RobustRefiner.refine_options) == {"eps", "step_size"}
+    for name in ("robust-mnist", "robust-consistency-mnist", "robust-cifar10"):
+        assert genzoo.load(name).config.refine_steps == 30  # the bundled configs load without those fields
+
+
+@pytest.fixture
+def ablation(monkeypatch):
+    """benchmarks/robust_ablation.py, imported as the benchmarks import it."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import robust_ablation
+
+    robust_ablation.register()
+    return robust_ablation
+
+
+def _fake_base(monkeypatch, model, n_labels=4):
+    fakes = torch.rand(4, 1, 28, 28, generator=torch.Generator().manual_seed(3))
+    monkeypatch.setattr(model, "labelled_fakes", lambda n, device: (fakes[:n], torch.arange(n) % n_labels))
+
+
+def test_the_ablation_method_with_its_defaults_trains_and_refines_as_robust(ablation, monkeypatch):
+    batch = {"x": torch.rand(4, 1, 28, 28, generator=torch.Generator().manual_seed(4)), "y": torch.tensor([0, 1, 2, 3])}
+    results = []
+    for cls in (RobustRefiner, ablation.RobustAblation):
+        torch.manual_seed(0)
+        model = cls({"width": 8})
+        _fake_base(monkeypatch, model)
+        torch.manual_seed(1)
+        losses = model.training_step(batch)
+        refined = model.refine(batch["x"], labels=batch["y"], steps=3)
+        results.append(({k: v.detach() for k, v in losses.items()}, refined))
+    (plain, refined_plain), (ablated, refined_ablated) = results
+    assert plain.keys() == ablated.keys() and all(torch.equal(plain[k], ablated[k]) for k in plain)
+    assert torch.equal(refined_plain, refined_ablated)
+
+
+def test_classifier_only_ablation_has_no_discriminator_terms(ablation, monkeypatch):
+    model = ablation.RobustAblation({"width": 8, "discriminator": False})
+    monkeypatch.setattr(model, "labelled_fakes", lambda n, device: pytest.fail("the ablation must not sample fakes"))
     losses = model.training_step({"x": torch.rand(2, 1, 28, 28), "y": torch.tensor([0, 1])})
-    assert "bce_fake" not in losses and "ce" in losses
+    assert "bce_fake" not in losses and torch.equal(losses["loss"], losses["ce"])
+    x = torch.rand(2, 1, 28, 28)
+    logits = model.logits(x)
+    assert torch.equal(model.refine_objective(logits, torch.tensor([0, 1])),
+                       torch.log_softmax(logits, 1)[:, :2].diagonal())
+
+
+def test_plain_ablation_trains_on_the_images_as_they_are(ablation, monkeypatch):
+    model = ablation.RobustAblation({"width": 8, "discriminator": False, "adversarial": False})
+    x = torch.rand(2, 1, 28, 28)
+    assert model.attack_reals(x, torch.tensor([0, 1])) is x
+    monkeypatch.setattr("genzoo_robust.model.pgd_ascent", lambda *a, **k: pytest.fail("plain training runs no PGD"))
+    model.training_step({"x": x, "y": torch.tensor([0, 1])})
+
+
+def test_ce_on_fakes_adds_a_term_that_reaches_the_classifier(ablation, monkeypatch):
+    model = ablation.RobustAblation({"width": 8, "ce_on_fakes": True})
+    _fake_base(monkeypatch, model)
+    losses = model.training_step({"x": torch.rand(4, 1, 28, 28), "y": torch.tensor([0, 1, 2, 3])})
+    losses["ce_fake"].backward()
+    assert sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None) > 0
+    assert losses["loss"] > losses["ce"] + losses["bce_real"] + losses["bce_fake"]
+
+
+def test_an_ablation_trained_by_the_benchmark_script_loads_and_refines(ablation, toy_site, tmp_path):
+    gen = _tiny_generator_dir(tmp_path)
+    out = tmp_path / "clsonly"
+    with pytest.raises(SystemExit) as done:
+        ablation.main(["classifier-only", "--set", f"base={gen}", "--set", "width=8", "--steps", "2",
+                       "--batch-size", "4", "--data-root", str(tmp_path), "--dataset", "npz:" + str(_digits(tmp_path)),
+                       "--out", str(out), "--sample-every", "0", "--no-progress"])
+    assert done.value.code == 0
+    model = genzoo.load(out)
+    assert type(model).__name__ == "RobustAblation" and model.config.discriminator is False
+    x = torch.rand(2, 1, 28, 28)
+    assert ((model.refine(x, steps=2, eps=0.3) - x).flatten(1).norm(dim=1) <= 0.3 + 1e-5).all()
+
+
+def _digits(tmp_path):
+    """16 random labelled 28x28 images as an .npz dataset."""
+    g = torch.Generator().manual_seed(0)
+    path = tmp_path / "digits.npz"
+    __import__("numpy").savez(path, x=(torch.rand(16, 28, 28, generator=g) * 255).to(torch.uint8).numpy(),
+                              y=(torch.arange(16) % 10).numpy())
+    return path
 
 
 def _tiny_generator_dir(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 
@@ -35,17 +35,19 @@ def pgd_ascent(
     steps: int,
     step_size: float | None = None,
     start: torch.Tensor | None = None,
+    track: Callable[[range], Iterable[int]] = iter,
 ) -> torch.Tensor:
     """Maximise ``objective(x)`` (one value per image) by normalised L2 gradient steps inside the ball.
 
-    Returns detached images; the model's parameter gradients are left untouched.
+    ``track`` wraps the loop over the steps (a progress bar). Returns detached images; the model's
+    parameter gradients are left untouched.
     """
     if steps <= 0 or eps <= 0:
         return x.detach()
     step_size = step_size if step_size is not None else 2.5 * eps / steps
     origin = x.detach()
     current = (start if start is not None else origin).detach()
-    for _ in range(steps):
+    for _ in track(range(steps)):
         current.requires_grad_(True)
         with torch.enable_grad():
             (grad,) = torch.autograd.grad(objective(current).sum(), current)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import genzoo
 from genzoo.configs import NonNegative, Positive, Probability
 
-from .attacks import pgd_ascent, project, random_start
+from .attacks import pgd_ascent, random_start
 from .network import build_classifier
 
 PAPER = """@inproceedings{golan2024enhancing,
@@ -35,8 +35,6 @@ class RobustConfig:
     width: Annotated[int, Positive] = 32  # a multiple of 8 (GroupNorm with 8 groups)
     base: str = "ign-mnist"  # the generator whose samples are the fakes (any genzoo model that samples)
     realness: Literal["energy", "logit"] = "energy"  # sigmoid(logsumexp J(x)) or sigmoid(J_y(x))
-    discriminator: bool = True  # False: the classifier-only ablation (BIGRoC)
-    adversarial: bool = True  # False: plain training (the non-robust ablation)
     eps_real: Annotated[float, NonNegative] = 1.0  # L2 radius of PGD on real images, in [0, 1] pixel units
     steps_real: Annotated[int, NonNegative] = 3
     eps_fake: Annotated[float, NonNegative] = 3.0  # L2 radius of PGD pushing fakes towards looking real
@@ -44,7 +42,6 @@ class RobustConfig:
     real_target: Annotated[float, Probability] = 0.9  # BCE target for real images (the paper's target value)
     fake_target: Annotated[float, Probability] = 0.0
     lambda_bce: Annotated[float, NonNegative] = 1.0
-    ce_on_fakes: bool = False
     lr: Annotated[float, Positive] = 1e-3  # measured on MNIST: 95% adversarial accuracy by step 500 (robust-mnist)
     grad_clip: float | None = 1.0
     ema_decay: float = 0.0
@@ -52,9 +49,6 @@ class RobustConfig:
     refine_eps: Annotated[float, NonNegative] = 2.0  # L2 radius of refinement around the input, [0, 1] pixel units
     refine_step_size: Annotated[float, Positive] = 0.1
     refine_realness_weight: Annotated[float, NonNegative] = 1.0
-    # measured on robust-mnist, neither helps (docs/lab/robust.md): noise 0.01 raised FID, stopping changed nothing
-    langevin: Annotated[float, NonNegative] = 0.0  # std of the noise added at each refinement step (0: plain ascent)
-    stop_at: Annotated[float, Probability] = 0.0  # stop refining an image once its realness exceeds this (0: never)
 
     def __post_init__(self) -> None:
         if self.image_size % 4:
@@ -70,7 +64,7 @@ class RobustRefiner(genzoo.Method):
     capabilities = frozenset({"fit", "sample", "refine"})
     default_model = "robust-mnist"
     paper = PAPER
-    refine_options = {"eps": float, "step_size": float, "langevin": float, "stop_at": float}
+    refine_options = {"eps": float, "step_size": float}
 
     def __init__(self, config=None):
         super().__init__(config)
@@ -119,62 +113,72 @@ class RobustRefiner(genzoo.Method):
             self._base.append(genzoo.load(self.config.base, device=self.device).eval().requires_grad_(False))
         return self._base[0]
 
-    def _fakes(self, n: int, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def labelled_fakes(self, n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """n samples of the base generator and their labels (the batch-debiased prediction of J when it has none)."""
         seed = int(torch.randint(0, 2**62, (1,)).item())  # from the training RNG: an exact resume redraws them
         base = self.base
         labels = (torch.arange(n) % base.num_classes) if base.num_classes else None
-        images = base.sample(n, seed=seed, labels=labels, batch_size=n, device=device)
-        return images.to(device), (labels.to(device) if labels is not None else None)
+        images = base.sample(n, seed=seed, labels=labels, batch_size=n, device=device).to(device)
+        if labels is None:
+            return images, self.predict_labels(images, batch_debias=True)
+        return images, labels.to(device)
 
-    # -- training ---------------------------------------------------------------------------------
+    # -- training: the joint loss -----------------------------------------------------------------
 
     def training_step(self, batch):
+        """CE(J(x_adv), y) + lambda_bce [BCE(realness(x_adv) -> real) + BCE(realness(x_fake_adv) -> fake)]."""
+        x, y = labelled(batch)
+        logits_real = self.logits(self.attack_reals(x, y))
+        losses = self.classification_losses(logits_real, y)
+        fakes, fake_labels = self.labelled_fakes(x.shape[0], x.device)
+        logits_fake = self.logits(self.attack_fakes(fakes, fake_labels))
+        losses.update(self.discrimination_losses(logits_real, y, logits_fake, fake_labels))
+        losses["loss"] = losses["ce"] + self.config.lambda_bce * (losses["bce_real"] + losses["bce_fake"])
+        return losses
+
+    def real_objective(self, images: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The joint loss on real images, per image: what PGD on the reals maximises."""
         c = self.config
-        x, y = batch["x"], batch["y"]
-        if y is None:
-            raise genzoo.GenzooError("robust trains on labelled images; use a dataset with labels (e.g. mnist)")
-        losses: dict[str, torch.Tensor] = {}
-        if c.adversarial:
-            def real_objective(images):  # the joint loss on reals, which PGD maximises
-                logits = self.logits(images)
-                value = F.cross_entropy(logits, y, reduction="none")
-                if c.discriminator:
-                    value = value + c.lambda_bce * F.binary_cross_entropy_with_logits(
-                        self.realness_logit(logits, y), torch.full_like(value, c.real_target), reduction="none")
-                return value
+        logits = self.logits(images)
+        ce = F.cross_entropy(logits, y, reduction="none")
+        return ce + c.lambda_bce * F.binary_cross_entropy_with_logits(
+            self.realness_logit(logits, y), torch.full_like(ce, c.real_target), reduction="none")
 
-            x_adv = pgd_ascent(real_objective, x, eps=c.eps_real, steps=c.steps_real, start=random_start(x, c.eps_real))
-        else:
-            x_adv = x
-        logits_real = self.logits(x_adv)
-        losses["ce"] = F.cross_entropy(logits_real, y)
-        loss = losses["ce"]
+    def fake_objective(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """BCE of generated images towards "fake", per image: maximising it makes them look real."""
+        realness = self.realness_logit(self.logits(images), labels)
+        return F.binary_cross_entropy_with_logits(realness, torch.full_like(realness, self.config.fake_target),
+                                                  reduction="none")
+
+    def attack_reals(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Adversarial reals: PGD from a random start in the L2 ball of radius eps_real."""
+        c = self.config
+        return pgd_ascent(lambda images: self.real_objective(images, y), x, eps=c.eps_real, steps=c.steps_real,
+                          start=random_start(x, c.eps_real))
+
+    def attack_fakes(self, fakes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Adversarial fakes: PGD in the L2 ball of radius eps_fake towards looking real."""
+        c = self.config
+        return pgd_ascent(lambda images: self.fake_objective(images, labels), fakes, eps=c.eps_fake,
+                          steps=c.steps_fake)
+
+    def classification_losses(self, logits_real: torch.Tensor, y: torch.Tensor) -> dict[str, torch.Tensor]:
         with torch.no_grad():
-            losses["accuracy"] = (logits_real.argmax(1) == y).float().mean()
-        if c.discriminator:
-            fakes, fake_labels = self._fakes(x.shape[0], x.device)
-            if fake_labels is None:
-                fake_labels = self.predict_labels(fakes, batch_debias=True)
+            accuracy = (logits_real.argmax(1) == y).float().mean()
+        return {"ce": F.cross_entropy(logits_real, y), "accuracy": accuracy}
 
-            def fake_objective(images):  # BCE towards "fake": maximising it makes fakes look real
-                return F.binary_cross_entropy_with_logits(
-                    self.realness_logit(self.logits(images), fake_labels),
-                    torch.full((images.shape[0],), c.fake_target, device=images.device), reduction="none")
-
-            fakes_adv = pgd_ascent(fake_objective, fakes, eps=c.eps_fake, steps=c.steps_fake) if c.adversarial else fakes
-            logits_fake = self.logits(fakes_adv)
-            real_score = self.realness_logit(logits_real, y)
-            fake_score = self.realness_logit(logits_fake, fake_labels)
-            losses["bce_real"] = F.binary_cross_entropy_with_logits(real_score, torch.full_like(real_score, c.real_target))
-            losses["bce_fake"] = F.binary_cross_entropy_with_logits(fake_score, torch.full_like(fake_score, c.fake_target))
-            loss = loss + c.lambda_bce * (losses["bce_real"] + losses["bce_fake"])
-            if c.ce_on_fakes:
-                losses["ce_fake"] = F.cross_entropy(logits_fake, fake_labels)
-                loss = loss + losses["ce_fake"]
-            with torch.no_grad():
-                losses["real_prob"] = torch.sigmoid(real_score).mean()
-                losses["fake_prob"] = torch.sigmoid(fake_score).mean()
-        losses["loss"] = loss
+    def discrimination_losses(self, logits_real: torch.Tensor, y: torch.Tensor, logits_fake: torch.Tensor,
+                              fake_labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        c = self.config
+        real_score = self.realness_logit(logits_real, y)
+        fake_score = self.realness_logit(logits_fake, fake_labels)
+        losses = {
+            "bce_real": F.binary_cross_entropy_with_logits(real_score, torch.full_like(real_score, c.real_target)),
+            "bce_fake": F.binary_cross_entropy_with_logits(fake_score, torch.full_like(fake_score, c.fake_target)),
+        }
+        with torch.no_grad():
+            losses["real_prob"] = torch.sigmoid(real_score).mean()
+            losses["fake_prob"] = torch.sigmoid(fake_score).mean()
         return losses
 
     def configure_optimizers(self):
@@ -182,36 +186,22 @@ class RobustRefiner(genzoo.Method):
 
     # -- refinement -------------------------------------------------------------------------------
 
-    def refine_batch(self, x, labels, noise, steps, eps=None, step_size=None, langevin=None, stop_at=None):
+    def refine_objective(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """log p(y|x) + refine_realness_weight * log sigmoid(realness), per image: what refinement ascends."""
+        log_p = F.log_softmax(logits, 1).gather(1, labels[:, None])[:, 0]
+        return log_p + self.config.refine_realness_weight * F.logsigmoid(self.realness_logit(logits, labels))
+
+    def refine_batch(self, x, labels, noise, steps, eps=None, step_size=None):
+        """Normalised L2 gradient steps up the refine objective, inside the ball of radius eps around x."""
         c = self.config
         steps = c.refine_steps if steps is None else steps
-        eps = c.refine_eps if eps is None else eps
-        step_size = c.refine_step_size if step_size is None else step_size
-        langevin = c.langevin if langevin is None else langevin
-        stop_at = c.stop_at if stop_at is None else stop_at
         if steps == 0:
             return x
         labels = self.predict_labels(x) if labels is None else labels
-        kicks = noise.randn(steps, *x.shape[1:], device=x.device) if langevin > 0 else None
-        origin, current = x.detach(), x.detach()
-        active = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
-        for k in self.track(range(steps), "refine steps"):
-            current.requires_grad_(True)
-            with torch.enable_grad():
-                logits = self.logits(current)
-                realness = self.realness_logit(logits, labels)
-                objective = F.log_softmax(logits, 1).gather(1, labels[:, None])[:, 0]
-                if c.discriminator:
-                    objective = objective + c.refine_realness_weight * F.logsigmoid(realness)
-                (grad,) = torch.autograd.grad(objective.sum(), current)
-            if stop_at > 0:
-                active &= torch.sigmoid(realness.detach()) < stop_at
-            norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, 1, 1, 1)
-            update = step_size * grad / norm
-            if kicks is not None:
-                update = update + langevin * kicks[:, k]
-            current = torch.where(active.view(-1, 1, 1, 1), project(current.detach() + update, origin, eps), current.detach())
-        return current
+        return pgd_ascent(lambda images: self.refine_objective(self.logits(images), labels), x,
+                          eps=c.refine_eps if eps is None else eps, steps=steps,
+                          step_size=c.refine_step_size if step_size is None else step_size,
+                          track=lambda rounds: self.track(rounds, "refine steps"))
 
     def sample_batch(self, noise, labels):
         """The base generator's images start..stop of this seed, refined: sample(seed=s) = refine(base.sample(seed=s))."""
@@ -220,3 +210,10 @@ class RobustRefiner(genzoo.Method):
         images = base.sample(len(noise), seed=noise.seed, start=noise.start, labels=base_labels, batch_size=len(noise),
                              device=self.device).to(self.device)
         return self.refine_batch(images, labels if base.num_classes else None, noise.child("refine"), None)
+
+
+def labelled(batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """A training batch's images and labels; robust trains on labelled images only."""
+    if batch["y"] is None:
+        raise genzoo.GenzooError("robust trains on labelled images; use a dataset with labels (e.g. mnist)")
+    return batch["x"], batch["y"]
