@@ -17,7 +17,8 @@ from pathlib import Path
 from genzoo.hardware import cpu_name
 from harness import median_seconds, parser, write_json
 
-PROBE = "import sys; from genzoo.cli import cli; cli.main(['--help'], standalone_mode=False); print('torch' in sys.modules)"
+PROBE = ("import sys; from genzoo.cli import cli; cli.main(['--help'], standalone_mode=False); "
+         "print('torch' in sys.modules)")
 
 
 def genzoo_script() -> list[str]:

@@ -57,7 +57,8 @@ class Table(dict, Generic[R]):
         for name in names_of(row):
             other = self.find(name)
             if other is not None and other is not row:
-                raise GenzooError(f"{self.kind} name {name!r} from {row.source} is already registered by {other.source}")
+                raise GenzooError(f"{self.kind} name {name!r} from {row.source} is already registered by "
+                                  f"{other.source}")
 
     def lookup(self, name: str, *, also: Iterable[str] = (), note: str = "") -> R:
         """The row called ``name`` (any case, or an alias), else :meth:`unknown`."""

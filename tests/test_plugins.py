@@ -261,7 +261,8 @@ def test_every_kind_refuses_a_taken_name_naming_both_sources_whatever_the_case()
     assert host.add(_register_each_kind("twin", "twin"), name="first").error is None
     info = host.add(_register_each_kind("TWIN", "twin"), name="second")
     for kind in ("method", "model", "dataset", "metric", "feature network"):
-        assert f"{kind} name '{'twin' if kind == 'dataset' else 'TWIN'}' from plugin 'second' is already registered by plugin 'first'" in info.error
+        name = "twin" if kind == "dataset" else "TWIN"
+        assert f"{kind} name '{name}' from plugin 'second' is already registered by plugin 'first'" in info.error
     assert info.methods == info.models == info.datasets == info.metrics == info.feature_extractors == []
 
 
@@ -274,7 +275,8 @@ def test_every_kind_answers_an_unknown_name_in_one_shape_with_the_closest_name(l
     with pytest.raises(genzoo.GenzooError) as error:
         getattr(host, lookup)(name)
     kind = {"feature_extractor": "feature network"}.get(lookup, lookup)
-    assert re.fullmatch(rf"unknown {kind} '{name}'; did you mean {guess}\? \(known {kind}s: [^)]+\); .+", str(error.value))
+    shape = rf"unknown {kind} '{name}'; did you mean {guess}\? \(known {kind}s: [^)]+\); .+"
+    assert re.fullmatch(shape, str(error.value))
     assert "did you mean" not in _error(lambda: getattr(host, lookup)("zzzzzzzz"))
 
 

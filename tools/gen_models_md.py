@@ -30,7 +30,8 @@ def models_page(entries: list[ModelEntry]) -> str:
               "DIR is the folder given by `--data-root` (`genzoo datasets` lists the files each dataset needs)."]
     for entry in entries:
         if entry.command:
-            parts.append(f"`{entry.name}`:\n\n```bash\n" + "\n".join(" ".join(c.split()) for c in entry.command) + "\n```")
+            commands = "\n".join(" ".join(c.split()) for c in entry.command)
+            parts.append(f"`{entry.name}`:\n\n```bash\n{commands}\n```")
     return "\n\n".join(parts) + "\n"
 
 
