@@ -8,7 +8,7 @@ at batch 256 (``model.sample``: noise, batching, clamping included), the FLOPs o
 torch's FLOP formulas (flop_registry), and in the same run the GFLOP/s of a bare convolution with the shape of
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
-exact rewrites of the transposed convolutions (genzoo_ign.inference), with ``--compile`` the folded
+exact rewrites of the transposed convolutions (genzoo_ign.fast), with ``--compile`` the folded
 network through torch.compile (inductor), training with the bottleneck's layers as plain
 convolutions instead of matrix products (``train_256_paired``: the two timed alternately), the
 training step with f applied four times instead of three (``train_256_passes_paired``, alternately),
@@ -35,7 +35,8 @@ import genzoo
 from genzoo.hardware import cpu_name
 from genzoo.precision import autocast
 from genzoo_ign import batchnorm
-from genzoo_ign.inference import fold, fold_batchnorm
+from genzoo_ign.fast import channels_last_pays, speed_up
+from genzoo_ign.inference import fold_batchnorm
 from genzoo_ign.network import build_network
 from harness import interleaved_seconds, median_seconds, parser, write_json
 
@@ -148,10 +149,10 @@ def four_pass(model):
 
 def plain_layers(model):
     """A copy of ``model`` whose bottleneck layers are plain nn.Conv2d / nn.ConvTranspose2d (not the matrix-product
-    forms genzoo_ign.network uses): the same parameters, for the gain of those forms."""
+    forms genzoo_ign.fast swaps in): the same parameters, for the gain of those forms."""
     c = model.config
     plain = copy.deepcopy(model)
-    plain.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, dense_bottleneck=False)
+    plain.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, decoder=c.decoder)
     plain.net.load_state_dict(model.net.state_dict())
     return plain
 
@@ -181,13 +182,13 @@ def unfolded_sample_rate(model, batch: int, precision: str, rounds: int) -> floa
 
 
 def unrewritten_sample_rate(model, batch: int, precision: str, rounds: int) -> float:
-    """Batch norm folded, transposed convolutions left as they are."""
+    """Batch norm folded, the stride-2 transposed convolutions left as they are."""
     return net_sample_rate(model, fold_batchnorm(model.net, "noise"), batch, precision, rounds)
 
 
 def compiled_sample_rate(model, batch: int, precision: str, rounds: int) -> tuple[float, float]:
     """(images/s, compile seconds) of the folded network compiled by torch.compile (inductor, default mode)."""
-    compiled = torch.compile(fold(model.net, "noise"))
+    compiled = torch.compile(speed_up(fold_batchnorm(model.net, "noise"), frozen=True))
     start = time.perf_counter()
     net_sample_rate(model, compiled, batch, precision, 1, warmup=0)
     seconds = time.perf_counter() - start
@@ -205,7 +206,8 @@ def layer_breakdown(model, batch: int, precision: str, rounds: int) -> dict:
     rows, total_ms, total_flops = [], 0.0, 0
     with torch.inference_mode(), autocast(precision, CPU):
         x = model.noise_images(genzoo.Noise(0, 0, batch).randn(*model.image_shape, 2))
-        if model.inference_channels_last:  # a 1-channel NCHW weight also passes is_contiguous(channels_last)
+        # the network's own layout (a 1-channel NCHW weight also passes is_contiguous(channels_last))
+        if channels_last_pays(model.config.image_size):
             x = x.contiguous(memory_format=torch.channels_last)
         for layer in layers:
             seconds = median_seconds(lambda layer=layer, x=x: layer(x), rounds)

@@ -5,11 +5,11 @@
 For every ConvTranspose2d(k=4, s=2, p=1) of the IGN networks at 28x28 (ign-mnist), 32x32
 (ign-cifar10, width 64) and 64x64 (the CelebA configuration, width 32), the forward time at
 inference (torch.inference_mode) of the layer itself, its sub-pixel form (3x3 conv to 4C + pixel
-shuffle; genzoo_ign.inference), its phase form (2x2 conv to 4C + interleave) and its GEMM form
+shuffle; genzoo_ign.fast), its phase form (2x2 conv to 4C + interleave) and its GEMM form
 (one matrix product to the 16 taps of every input pixel + 16 strided overlap-adds, channels-last
 inside); the last two are defined here, since genzoo does not use them. Median of ``--rounds``,
 interleaved so that a change in the machine's load hits every form alike. This is what decides
-which layers ``genzoo_ign.inference.fold`` rewrites. Run it on an idle machine.
+which layers ``genzoo_ign.fast.speed_up`` rewrites. Run it on an idle machine.
 """
 
 from __future__ import annotations
@@ -20,11 +20,30 @@ from torch import nn
 
 from genzoo.hardware import cpu_name
 from genzoo.precision import autocast
-from genzoo_ign.inference import SubpixelTransposedConv, phase_kernels
+from genzoo_ign.fast import SubpixelTransposedConv
 from genzoo_ign.network import build_network
 from harness import interleaved_seconds, parser, write_json
 
 NETWORKS = {"ign-mnist": (1, 28, 128, 64), "ign-cifar10": (3, 32, 128, 64), "ign-celeba64": (3, 64, 256, 32)}
+
+
+def phase_kernels(weight: torch.Tensor, taps: tuple[tuple[int | None, ...], ...]) -> torch.Tensor:
+    """The ordinary-convolution kernels of each output phase of a stride-2 transposed conv.
+
+    ``weight`` is the ConvTranspose2d's (C_in, C_out, 4, 4); ``taps[r][u]`` is the kernel row (and,
+    for columns, the kernel column) that window offset u of phase r reads, None for none. Returns
+    (2, 2, C_out, C_in, k, k) with k = len(taps[0]), indexed by the phase (r, s) first.
+    """
+    c_in, c_out = weight.shape[:2]
+    k = len(taps[0])
+    kernel = weight.new_zeros(2, 2, c_out, c_in, k, k)
+    for r in range(2):
+        for s in range(2):
+            for u, ky in enumerate(taps[r]):
+                for v, kx in enumerate(taps[s]):
+                    if ky is not None and kx is not None:
+                        kernel[r, s, :, :, u, v] = weight[:, :, ky, kx].t()
+    return kernel
 
 
 class PhaseTransposedConv(nn.Module):

@@ -9,6 +9,7 @@ import genzoo
 from genzoo.datasets import ImageData, load_dataset
 from genzoo_ign import IGN
 from genzoo_ign.losses import distance, smooth_clamp
+from genzoo_ign.network import build_network
 from genzoo_ign.noise import fourier_noise, fourier_statistics, hermitian_fourier_noise
 
 
@@ -139,7 +140,7 @@ def test_the_resize_decoder_upsamples_without_transposed_convs_and_folds_exactly
 
     model = small_ign(decoder="resize", image_size=size, channels=1 if size == 28 else 3)
     assert not any(isinstance(m, torch.nn.ConvTranspose2d) and m.stride == (2, 2) for m in model.net.modules())
-    model.prepare_export()
+    batchnorm.calibrate(model.net, lambda n, g: torch.randn(n, *model.image_shape, generator=g), count=64, batch=32)
     model.eval()
     with torch.no_grad():
         z = torch.randn(4, *model.image_shape)
@@ -275,22 +276,32 @@ def test_bundled_ign_mnist_draws_recognisable_digits_of_many_classes():
     assert len(probs.argmax(1).unique()) == 10
 
 
+def _plain_copy(model) -> torch.nn.Module:
+    """The network of ``model`` as genzoo_ign.network builds it (no faster forms), with the model's tensors."""
+    c = model.config
+    plain = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, decoder=c.decoder)
+    plain.load_state_dict(model.net.state_dict())
+    return plain.eval()
+
+
 @pytest.mark.parametrize("name", ["ign-mnist", "ign-cifar10"])
-def test_folded_batch_norm_gives_the_unfolded_networks_images(name):
-    """Sampling and refining run f with its calibrated batch norm folded into the convolutions
-    (channels-last from 32x32 up): the unfolded network's images within 1e-4."""
+def test_sampling_and_refining_give_the_plain_networks_images(name):
+    """Sampling and refining run f with its calibrated batch norm folded into the convolutions, in the
+    fastest exact form of its layers (channels-last from 32x32 up): the plain network's images within 1e-4."""
     from genzoo.seeding import Noise
     from genzoo_ign import batchnorm
 
     model = genzoo.load(name)
+    plain = _plain_copy(model)
+    assert not any(type(m).__module__ == "genzoo_ign.fast" for m in plain.modules())
     with torch.no_grad():
         z = model.noise_images(Noise(0, 0, 32).randn(*model.image_shape, 2))
-        with batchnorm.source(model.net, "noise"):
-            unfolded = ((model.net(z) + 1) / 2).clamp(0, 1)
+        with batchnorm.source(plain, "noise"):
+            unfolded = ((plain(z) + 1) / 2).clamp(0, 1)
         sampled = model.sample(32, seed=0)
-        assert (sampled - unfolded).abs().max() < 1e-4
-        with batchnorm.source(model.net, "image"):
-            refined_unfolded = ((model.net(sampled * 2 - 1) + 1) / 2).clamp(0, 1)
+        assert (sampled - unfolded).abs().max() < 1e-4 and sampled.is_contiguous()
+        with batchnorm.source(plain, "image"):
+            refined_unfolded = ((plain(sampled * 2 - 1) + 1) / 2).clamp(0, 1)
     assert (model.refine(sampled) - refined_unfolded).abs().max() < 1e-4
     folded = model.inference_net("noise")
     assert not any(isinstance(m, batchnorm.SourceBatchNorm2d) for m in folded.modules())
@@ -304,7 +315,7 @@ def test_folded_batch_norm_gives_the_unfolded_networks_images(name):
 
 @pytest.mark.parametrize("c_in, c_out, size", [(64, 1, 14), (8, 3, 5), (16, 4, 1), (32, 16, (4, 7))])
 def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_in, c_out, size):
-    from genzoo_ign.inference import SubpixelTransposedConv
+    from genzoo_ign.fast import SubpixelTransposedConv
 
     torch.manual_seed(0)
     layer = torch.nn.ConvTranspose2d(c_in, c_out, 4, 2, 1)
@@ -316,12 +327,12 @@ def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_
 
 @pytest.mark.parametrize("kind", ["conv", "transposed"])
 def test_the_bottleneck_layers_run_as_matrix_products_with_the_same_outputs_and_gradients(kind):
-    from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d
+    from genzoo_ign.fast import DenseConv2d, DenseConvTranspose2d
 
     torch.manual_seed(0)
-    dense_cls, plain_cls = (DenseConv2d, torch.nn.Conv2d) if kind == "conv" else (DenseConvTranspose2d, torch.nn.ConvTranspose2d)
-    dense, plain = dense_cls(10, 6, 7), plain_cls(10, 6, 7)
-    plain.load_state_dict(dense.state_dict())
+    plain = torch.nn.Conv2d(10, 6, 7) if kind == "conv" else torch.nn.ConvTranspose2d(10, 6, 7)
+    dense = (DenseConv2d if kind == "conv" else DenseConvTranspose2d).sharing(copy.deepcopy(plain))
+    assert {k: v.shape for k, v in dense.state_dict().items()} == {k: v.shape for k, v in plain.state_dict().items()}
     covering = (4, 10, 7, 7) if kind == "conv" else (4, 10, 1, 1)  # the shape where the matrix product applies
     for shape in (covering, (4, 10, 9, 9)):  # and one where it falls back to the convolution
         x = torch.randn(*shape)
@@ -337,25 +348,35 @@ def test_the_bottleneck_layers_run_as_matrix_products_with_the_same_outputs_and_
             assert (a - b).abs().max() < 1e-4 * max(1.0, b.abs().max().item())
 
 
-def test_the_network_keeps_the_plain_layers_parameter_names_and_uses_the_matrix_forms():
-    from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d, build_network
+@pytest.mark.parametrize("size", [28, 32, 64])
+def test_speed_up_swaps_layers_in_place_for_the_same_function_and_keeps_the_parameters(size):
+    from genzoo_ign.fast import DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv, speed_up
 
-    dense = build_network(3, 32, 128, 64, "batch")
-    plain = build_network(3, 32, 128, 64, "batch", dense_bottleneck=False)
-    assert {k: v.shape for k, v in dense.state_dict().items()} == {k: v.shape for k, v in plain.state_dict().items()}
-    kinds = {type(m) for m in dense.modules()}
-    assert DenseConv2d in kinds and DenseConvTranspose2d in kinds
-    plain.load_state_dict(dense.state_dict())
-    x = torch.rand(5, 3, 32, 32) * 2 - 1
-    dense.train()
-    plain.train()
-    assert (dense(x) - plain(x)).abs().max() < 1e-4
+    channels = 1 if size == 28 else 3
+    torch.manual_seed(0)
+    plain = build_network(channels, size, 32, 16, "batch")
+    fast = copy.deepcopy(plain)
+    parameters = dict(fast.named_parameters())
+    rng = torch.random.get_rng_state()
+    assert speed_up(fast) is fast
+    assert torch.equal(torch.random.get_rng_state(), rng)  # no layer was initialised
+    kinds = {type(m) for m in fast.modules()}
+    assert DenseConv2d in kinds and DenseConvTranspose2d in kinds and SubpixelTransposedConv not in kinds
+    assert all(parameters[k] is p for k, p in fast.named_parameters())  # the same objects: an optimiser sees no change
+    assert fast.state_dict().keys() == plain.state_dict().keys()
+    x = torch.rand(5, channels, size, size) * 2 - 1
+    assert (fast.train()(x) - plain.train()(x)).abs().max() < 1e-5
+    frozen = speed_up(copy.deepcopy(plain).eval().requires_grad_(False), frozen=True, image_size=size)
+    assert SubpixelTransposedConv in {type(m) for m in frozen.modules()}
+    with torch.no_grad():
+        out, want = frozen(x), plain.eval()(x)
+    assert (out - want).abs().max() < 1e-5 and out.is_contiguous()
 
 
-def test_the_folded_network_uses_the_cheaper_exact_layers():
-    from genzoo_ign.inference import SubpixelTransposedConv
-    from genzoo_ign.network import DenseConv2d, DenseConvTranspose2d
+def test_an_ign_model_trains_through_the_faster_layers():
+    from genzoo_ign.fast import DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv
 
+    kinds = {type(m) for m in small_ign().net.modules()}
+    assert DenseConv2d in kinds and DenseConvTranspose2d in kinds and SubpixelTransposedConv not in kinds
     folded = genzoo.load("ign-mnist").inference_net("noise")
-    kinds = {type(m) for m in folded.modules()}
-    assert {DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv} <= kinds
+    assert {DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv} <= {type(m) for m in folded.modules()}

@@ -14,12 +14,11 @@ import genzoo
 from genzoo.configs import NonNegative, Positive, UnitOpen
 
 from .batchnorm import calibrate
+from .fast import speed_up
 from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
 from .noise import fourier_noise, fourier_statistics, hermitian_fourier_noise
-
-CHANNELS_LAST_FROM = 32  # image size from which sampling runs the folded net channels-last
 
 PAPER = """@inproceedings{shocher2024idempotent,
   title     = {Idempotent Generative Network},
@@ -71,6 +70,7 @@ class IGN(genzoo.Method):
         super().__init__(config)
         c = self.config
         self.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, decoder=c.decoder)
+        speed_up(self.net)  # faster exact forms of some layers on CPU, the same parameters (fast.py)
         self._folded = FoldedCache()  # not a submodule: rebuilt from net, never saved
         stats_shape = (c.channels, c.image_size, c.image_size, 2)
         self.register_buffer("fourier_mean", torch.zeros(stats_shape))
@@ -100,28 +100,22 @@ class IGN(genzoo.Method):
     # -- verbs -------------------------------------------------------------------------------
 
     def sample_batch(self, noise, labels):
+        """f(z)."""
         z = self.noise_images(noise.randn(*self.image_shape, 2, device=self.device))
-        return ((self.inference_net("noise")(z) + 1) / 2).contiguous()
+        return (self.inference_net("noise")(z) + 1) / 2
 
     def refine_batch(self, x, labels, noise, steps):
+        """f applied ``steps`` times (default once): projects x onto the learned set."""
         y = x * 2 - 1
         net = self.inference_net("image")
         for _ in range(1 if steps is None else steps):
             y = net(y)
-        return ((y + 1) / 2).contiguous()
+        return (y + 1) / 2
 
     def inference_net(self, source: str) -> torch.nn.Module:
-        """f with batch norm folded into its convolutions (calibrated statistics of ``source``); same outputs.
-
-        Channels-last from 32x32 up: on a 2-core Xeon (benchmarks/ign_inference_forms.py) it sped
-        sampling up by 17% at 32x32x3 and 33% at 64x64x3; at 28x28x1 two runs disagreed (-10%, +12%).
-        """
-        return self._folded.get(self.net, source, channels_last=self.inference_channels_last)
-
-    @property
-    def inference_channels_last(self) -> bool:
-        """Whether sampling and refining run the folded network (and its input) channels-last."""
-        return self.config.image_size >= CHANNELS_LAST_FROM
+        """f with batch norm at the calibrated statistics of ``source`` ("noise" for f(z), "image" for f
+        applied to images), folded into the convolutions (inference.py): the same outputs, faster."""
+        return self._folded.get(self.net, source, self.config.image_size)
 
     def prepare_export(self) -> None:
         """With batch norm: recompute the per-source population statistics sampling uses."""
