@@ -112,7 +112,10 @@ def test_a_plugin_s_verb_runs_without_being_added_by_hand(runner):
     assert result.exit_code == 0 and "lambda" in result.output
     assert "mmb" not in cli.commands  # kept apart, per plugin host
     unknown = runner.invoke(cli, ["no-such-verb"])
-    assert unknown.exit_code == 2 and "No such command 'no-such-verb'" in unknown.output
+    assert unknown.exit_code == 2 and "No such command 'no-such-verb'." in unknown.output
+    assert "Did you mean" not in unknown.output
+    misspelt = runner.invoke(cli, ["smaple", "ign"])
+    assert misspelt.exit_code == 2 and "No such command 'smaple'. Did you mean 'sample'?" in misspelt.output
 
 
 # What `genzoo --help` may import (no verb module, no torch), then what `genzoo sample` may not.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import click
 
 from ..errors import ArgumentError, GenzooError
+from ..table import closest_name
 
 _ARGV: list[str] = []
 
@@ -85,6 +86,16 @@ class LazyGroup(GenzooGroup):
         if name in self.verbs:
             return importlib.import_module(f"{__package__}.{self.verbs[name].module}").command
         return self.plugin_commands(ctx).get(name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """As click's, and a verb that does not exist gets the closest one suggested."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            guess = closest_name(args[0], [*self.list_commands(ctx), *self.plugin_commands(ctx)]) if args else None
+            if guess is None or not exc.message.startswith("No such command"):
+                raise
+            raise click.UsageError(f"{exc.message} Did you mean {guess!r}?", ctx) from None
 
     def plugin_commands(self, ctx: click.Context) -> dict[str, click.Command]:
         """The commands the loaded plugins add (``register_commands``), asked for once per plugin host."""
