@@ -1,7 +1,7 @@
 """IGN as a projector: corrupted test digits before and after `refine` (f applied K times).
 
     python benchmarks/ign_projection.py --model ign-mnist --data-root DATA [-n 2000] \
-        [--json docs/results/ign_projection.json] [--figure docs/results/ign_projection.png]
+        [--json benchmarks/results/ign_projection.json] [--figure benchmarks/results/ign_projection.png]
 
 Corruptions of MNIST test digits: additive Gaussian noise (sigma 0.3, clamped), an occluding
 10x10 black square at a random place, and a "sketch" (morphological gradient: outline only).

@@ -1,10 +1,10 @@
 """IGN sample quality for f(z), f(f(z)) and f(f(f(z))) in a dataset's own feature space, and its speed.
 
-    python benchmarks/ign_quality.py --model ign-mnist --data-root DATA [--json docs/results/ign_quality.json]
+    python benchmarks/ign_quality.py --model ign-mnist --data-root DATA [--json benchmarks/results/ign_quality.json]
     python benchmarks/ign_quality.py --model ign-cifar10 --ref cifar10:test --data-root DATA \
-        --json docs/results/ign_cifar10.json --grid docs/results/ign_cifar10.png
+        --json benchmarks/results/ign_cifar10.json --grid benchmarks/results/ign_cifar10.png
     python benchmarks/ign_quality.py --model ign-celeba64 --ref celeba64:test -n 5000 --memorization \
-        --data-root DATA --json docs/results/ign_celeba64.json --grid docs/results/ign_celeba64.png
+        --data-root DATA --json benchmarks/results/ign_celeba64.json --grid benchmarks/results/ign_celeba64.png
 
 The scores are `genzoo eval MODEL -n N --apply 1,2,3 --ref REF` (metrics swd, fid, kid, precision,
 recall). ``--memorization`` adds the mean max-SSIM of 1,000 samples to the training split of REF's

@@ -1,6 +1,6 @@
 """IGN speed against the machine's own limit: images/s and achieved GFLOP/s next to a bare convolution and a GEMM.
 
-    python benchmarks/ign_speed.py [--model ign-mnist] [--rounds 5] [--json docs/results/ign_speed.json]
+    python benchmarks/ign_speed.py [--model ign-mnist] [--rounds 5] [--json benchmarks/results/ign_speed.json]
 
 On the machine it runs on (named in the output), for each precision (fp32, and bf16 autocast):
 training images/s at batch 64 and 256 (the method's own training_step and Adam), sampling images/s

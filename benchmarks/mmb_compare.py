@@ -1,7 +1,7 @@
 """MMB generators against the per-image reconstruction baseline and real digits, on the targets of issue 15.
 
     python benchmarks/mmb_compare.py --generators mmb-mnist,RUN_DIR,... --reconstruct RUN_DIR \
-        --classifier mmb-mnist-classifier --data-root DATA [--json docs/results/mmb.json]
+        --classifier mmb-mnist-classifier --data-root DATA [--json benchmarks/results/mmb.json]
 
 Each source gives 10,000 images, 1,000 per label (labels i mod 10, seed 0; the reconstruction's 500
 images repeat, 20 times each), scored in features-mnist against the MNIST test set:

@@ -1,9 +1,9 @@
 """Reference rows for docs/results.md: what real and degraded images score in a dataset's own features.
 
-    python benchmarks/reference_rows.py --dataset mnist --data-root DATA [--json docs/results/reference.json]
-    python benchmarks/reference_rows.py --dataset cifar10 --data-root DATA --json docs/results/reference_cifar10.json
-    python benchmarks/reference_rows.py --dataset celeba64 --data-root DATA --json docs/results/reference_celeba64.json
-    python benchmarks/reference_rows.py --dataset cifar10 --metrics swd --data-root DATA --json docs/results/reference_swd_cifar10.json
+    python benchmarks/reference_rows.py --dataset mnist --data-root DATA [--json benchmarks/results/reference.json]
+    python benchmarks/reference_rows.py --dataset cifar10 --data-root DATA --json benchmarks/results/reference_cifar10.json
+    python benchmarks/reference_rows.py --dataset celeba64 --data-root DATA --json benchmarks/results/reference_celeba64.json
+    python benchmarks/reference_rows.py --dataset cifar10 --metrics swd --data-root DATA --json benchmarks/results/reference_swd_cifar10.json
 
 Rows: real training images (a fixed random subset; all 4,000 training faces for celeba64) against
 the test split (the floor; for celeba64 the held-out faces 4,001-5,000), and the same images

@@ -1,7 +1,7 @@
 """The before/after figure of docs/results.md: generator samples (left) and the same samples refined (right).
 
     python benchmarks/robust_figure.py [--generator ign-mnist] [--refiner robust-mnist] [-n 64] \
-        [-o docs/results/robust_refine.png]
+        [-o benchmarks/results/robust_refine.png]
 
 Samples are drawn with seed 0 and refined with the refiner's defaults; the script prints the
 mean L2 change and how many images change class under the refiner's own (debiased) labels.
@@ -21,7 +21,7 @@ def main() -> None:
     p.add_argument("--generator", default="ign-mnist")
     p.add_argument("--refiner", default="robust-mnist")
     p.add_argument("-n", type=int, default=64)
-    p.add_argument("-o", "--output", default="docs/results/robust_refine.png")
+    p.add_argument("-o", "--output", default="benchmarks/results/robust_refine.png")
     args = p.parse_args()
 
     samples = genzoo.load(args.generator).sample(args.n, seed=0)

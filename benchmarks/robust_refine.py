@@ -2,9 +2,9 @@
 
     python benchmarks/robust_refine.py --refiners robust-mnist,runs/robust-clsonly,runs/robust-plain \
         --data-root DATA [-n 10000] [--steps K --eps R --step-size S] [--opt KEY=VALUE] [--seed S] \
-        [--json docs/results/robust.json]
+        [--json benchmarks/results/robust.json]
     python benchmarks/robust_refine.py --generator ign-cifar10 --ref cifar10:test --refiners robust-cifar10 \
-        --data-root DATA --json docs/results/robust_cifar10.json
+        --data-root DATA --json benchmarks/results/robust_cifar10.json
     python benchmarks/robust_refine.py --generator consistency-mnist --sample-opt steps=2 \
         --refiners robust-mnist,consistency-mnist --data-root DATA
 
