@@ -31,6 +31,7 @@ _HOMES = {
     "get_host": "plugins",
     "ModelEntry": "registry",
     "Noise": "seeding",
+    "TrainStep": "trainstep",
     "save_pretrained": "weights",
     "schedules": "schedules",
     "fit": "train",

@@ -45,10 +45,15 @@ class Method(nn.Module):
       sample_options        {keyword: type} extra keyword arguments of sample (CLI ``--opt``)
       refine_options        the same for refine
 
+      ema_modules           submodules whose weights the EMA averages (None: all; e.g. ("generator",))
+      init_from             other methods whose models ``fit --init`` may start from (same network)
+      unoptimized           prefixes of trainable parameter names that no optimiser updates on purpose
+
     and implement the hooks for their capabilities:
       sample_batch(noise, labels, **options)             -> images in [0, 1]
       refine_batch(x, labels, noise, steps, **options)   -> images in [0, 1]
-      training_step(batch) -> {"loss": tensor, ...}; configure_optimizers(); setup_fit(data)
+      training_step(batch) -> {"loss": tensor, ...}, or update(step) -> {name: scalar}  (fit; one of the two)
+      configure_optimizers(); setup_fit(data)
 
     ``sample_batch`` and ``refine_batch`` run in eval mode under ``torch.no_grad()``; a hook that
     needs input gradients (a refiner) opens ``torch.enable_grad()`` itself. ``forward`` is free for
@@ -69,6 +74,9 @@ class Method(nn.Module):
     needs_data: ClassVar[bool] = True
     sample_options: ClassVar[dict[str, type]] = {}
     refine_options: ClassVar[dict[str, type]] = {}
+    ema_modules: ClassVar[tuple[str, ...] | None] = None
+    init_from: ClassVar[tuple[str, ...]] = ()
+    unoptimized: ClassVar[tuple[str, ...]] = ()
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
     fit_steps: int | None = None  # the run's total --steps while genzoo fit builds optimisers and schedules
     _steps_shown: bool = False  # whether track() shows a bar: set while sample/refine run with progress
@@ -95,15 +103,22 @@ class Method(nn.Module):
         unknown = set(cls.capabilities) - set(VERBS)
         if unknown:
             raise GenzooError(f"method {cls.name!r} declares unknown capabilities {sorted(unknown)}; use {VERBS}")
-        for verb, hook in (("sample", "sample_batch"), ("refine", "refine_batch"), ("fit", "training_step")):
+        for verb, hook in (("sample", "sample_batch"), ("refine", "refine_batch")):
             if verb in cls.capabilities and getattr(cls, hook) is getattr(Method, hook):
                 raise GenzooError(f"method {cls.name!r} declares {verb!r} but does not implement {hook}()")
+        if "fit" in cls.capabilities and not cls.owns_update() and cls.training_step is Method.training_step:
+            raise GenzooError(f"method {cls.name!r} declares 'fit' but implements neither training_step() nor update()")
         if "fit" in cls.capabilities and cls.configure_optimizers is Method.configure_optimizers:
             raise GenzooError(f"method {cls.name!r} declares 'fit' but does not implement configure_optimizers()")
         for attr, hook in (("sample_options", "sample_batch"), ("refine_options", "refine_batch")):
             _check_options_declaration(cls, attr, hook)
         if cls.default_model is not None and not isinstance(cls.default_model, str):
             raise GenzooError(f"method {cls.name!r}: default_model must be a model name or None")
+
+    @classmethod
+    def owns_update(cls) -> bool:
+        """Whether the method makes its own optimisation step (``update``) instead of returning one loss."""
+        return cls.update is not Method.update
 
     @classmethod
     def require(cls, verb: str) -> None:
@@ -242,6 +257,17 @@ class Method(nn.Module):
         the optimisation step (0-based; for schedules that a method keeps itself); methods with
         ``needs_data = False`` get ``{"x": None, "y": None, "size": n, "step": t}``. Every scalar
         besides ``loss`` is logged.
+        """
+        raise NotImplementedError
+
+    def update(self, step: Any) -> dict[str, torch.Tensor]:
+        """One whole optimisation step, for a method that owns it (a GAN alternating two networks).
+
+        ``step`` is a :class:`genzoo.TrainStep`: ``step.batches`` (this process's micro-batches, each like
+        ``training_step``'s batch), ``step.index``, ``step.optimizers`` (as ``configure_optimizers``
+        returned them), ``step.backward(loss)``, ``step.accumulate(loss_of)``, ``step.step(optimizer)``,
+        ``step.zero_grad(...)`` and ``step.frozen(module)``. Returns the scalars to log, each named by what
+        it measures (``loss_d``, ``loss_g``). Defining it replaces ``training_step``.
         """
         raise NotImplementedError
 

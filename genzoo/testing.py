@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -40,7 +41,9 @@ from .errors import GenzooError, UnsupportedVerb
 from .method import VERBS, Method
 from .plugins import MethodRecord, get_host
 from .seeding import Noise
-from .train import fit, split_optimizers
+from .fitsetup import split_optimizers
+from .train import fit
+from .trainstep import TrainStep, describe_parameters
 from .weights import load_model_dir, save_pretrained
 
 TOLERANCE = 1e-5  # largest absolute difference allowed between two computations of one image
@@ -308,82 +311,245 @@ def check_save_load_round_trip(cls: type, config: dict[str, Any] | None) -> None
                        "the loaded model refines differently from the saved one")
 
 
+KIT_STEPS = (0, 1, 2, 3)  # the steps at which the training step is checked (a schedule may switch on parity)
+
+
 def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
-    """One training_step gives a finite scalar loss (and scalar logs) whose gradient reaches a parameter."""
+    """At several steps, the training step gives finite scalar logs and gradients that reach parameters:
+    ``training_step(batch)`` a finite scalar ``loss`` whose gradient is finite and not all zero, or
+    ``update(step)`` a dict of finite scalars after stepping an optimiser, every optimiser within a
+    few steps, and no gradient left behind that no optimiser step used."""
     rule = "check_training_step"
     if "fit" not in cls.capabilities:
         return
+    model, optimizers, data = _fit_ready(cls, config)
+    stepped: set[int] = set()
+    for t in KIT_STEPS:
+        batch = _kit_batch(data, t, 4)
+        if cls.owns_update():
+            stepped |= _one_update(rule, model, optimizers, batch, t)
+        else:
+            _one_training_step(rule, model, batch, t)
+    never = sorted(set(range(len(optimizers))) - stepped) if cls.owns_update() else []
+    if never:
+        params = _optimizer_parameters(model, optimizers[never[0]])
+        _fail(rule, f"optimiser {never[0]} ({describe_parameters(params)}) was never stepped in steps "
+                    f"{KIT_STEPS[0]}-{KIT_STEPS[-1]}; update() must call step.step(optimizer) for every network "
+                    f"it trains")
+
+
+def _fit_ready(cls: type, config: dict[str, Any] | None) -> tuple[Method, list[torch.optim.Optimizer], Any]:
     model = _build(cls, config)
     data = synthetic_dataset(model, 8) if cls.needs_data else None
-    model.fit_steps = 1
+    model.fit_steps = len(KIT_STEPS)
     model.setup_fit(data)
-    split_optimizers(model.configure_optimizers(), cls.name)
+    optimizers, _ = split_optimizers(model.configure_optimizers(), cls.name)
     model.train()
-    batch = {"x": data.floats()[:4], "y": data.labels[:4] if data.labels is not None else None, "size": 4} \
-        if data is not None else {"x": None, "y": None, "size": 4}
+    return model, optimizers, data
+
+
+def _kit_batch(data: Any, step: int, size: int) -> dict[str, Any]:
+    if data is None:
+        return {"x": None, "y": None, "size": size, "step": step}
+    return {"x": data.floats()[:size], "y": data.labels[:size] if data.labels is not None else None, "size": size,
+            "step": step}
+
+
+def _one_training_step(rule: str, model: Method, batch: dict[str, Any], t: int) -> None:
     losses = model.training_step(batch)
     if not isinstance(losses, dict) or "loss" not in losses:
-        _fail(rule, "training_step must return a dict with a 'loss' entry")
+        _fail(rule, f"step {t}: training_step must return a dict with a 'loss' entry")
     for key, value in losses.items():
         if not isinstance(value, torch.Tensor) or value.numel() != 1:
-            _fail(rule, f"training_step's {key!r} is not a scalar tensor (every entry is logged)")
+            _fail(rule, f"step {t}: training_step's {key!r} is not a scalar tensor (every entry is logged)")
     loss = losses["loss"]
     if not torch.isfinite(loss):
-        _fail(rule, f"the loss is not finite ({float(loss)})")
+        _fail(rule, f"step {t}: the loss is not finite ({float(loss)})")
+    model.zero_grad(set_to_none=True)
     loss.backward()
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
     if not grads:
-        _fail(rule, "the loss sends no gradient to any parameter")
-    if not all(torch.isfinite(g).all() for g in grads):
-        _fail(rule, "the gradient holds NaN or infinite values")
-    if not any(g.abs().sum() > 0 for g in grads):
-        _fail(rule, "every gradient is zero")
+        _fail(rule, f"step {t}: the loss sends no gradient to any parameter")
+    for name, grad in grads.items():
+        if not torch.isfinite(grad).all():
+            _fail(rule, f"step {t}: the gradient of {name!r} holds NaN or infinite values")
+    if not any(g.abs().sum() > 0 for g in grads.values()):
+        _fail(rule, f"step {t}: every gradient is zero")
+    model.zero_grad(set_to_none=True)
+
+
+def _one_update(rule: str, model: Method, optimizers: list[torch.optim.Optimizer], batch: dict[str, Any],
+                t: int) -> set[int]:
+    """One ``update`` at step ``t``; returns the indices of the optimisers it stepped."""
+    model.zero_grad(set_to_none=True)
+    step = TrainStep(model, t, [batch], optimizers)
+    try:
+        logged = step.finish(model.update(step))
+    except GenzooError as exc:
+        _fail(rule, f"step {t}: {exc}")
+    for key, value in logged.items():
+        if not torch.isfinite(value):
+            _fail(rule, f"step {t}: update's {key!r} is not finite ({float(value)})")
+    left = [n for n, p in model.named_parameters() if p.grad is not None]
+    if left:
+        _fail(rule, f"step {t}: update left gradients in {left[0]!r} (and {len(left) - 1} more) that no optimiser step "
+                    f"used: a loss sent gradients into a network it does not train; compute it inside "
+                    f"step.frozen(network), or detach that network's output")
+    for name, p in model.named_parameters():
+        if not torch.isfinite(p).all():
+            _fail(rule, f"step {t}: after the update {name!r} holds NaN or infinite values")
+    return set(step.stepped)
+
+
+def check_optimizers_own_parameters(cls: type, config: dict[str, Any] | None) -> None:
+    """Every trainable parameter belongs to exactly one optimiser (unless the method lists it in ``unoptimized``)."""
+    rule = "check_optimizers_own_parameters"
+    if "fit" not in cls.capabilities:
+        return
+    model, optimizers, _ = _fit_ready(cls, config)
+    owners: dict[int, list[int]] = {}
+    for i, optimizer in enumerate(optimizers):
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                owners.setdefault(id(p), []).append(i)
+    exempt = tuple(getattr(cls, "unoptimized", ()) or ())
+    for name, p in model.named_parameters():
+        count = owners.get(id(p), [])
+        if len(count) > 1:
+            _fail(rule, f"parameter {name!r} belongs to optimisers {count}; each parameter needs exactly one (an "
+                        f"update of one network would move the other)")
+        if not count and p.requires_grad and not (exempt and name.startswith(exempt)):
+            _fail(rule, f"parameter {name!r} is trainable but in no optimiser that configure_optimizers returns; "
+                        f"add it to one, set requires_grad=False, or list its prefix in the method's unoptimized")
 
 
 def check_fit_resumes_exactly(cls: type, config: dict[str, Any] | None) -> None:
-    """genzoo fit runs a few steps on synthetic data, and a run resumed half-way ends with the same weights."""
+    """genzoo fit runs a few steps on synthetic data, and a run resumed at an odd step ends with the weights
+    and logs of an uninterrupted one (a schedule keyed on a counter of its own would restart there)."""
     rule = "check_fit_resumes_exactly"
     if "fit" not in cls.capabilities:
         return
     model = _build(cls, config)
     with tempfile.TemporaryDirectory(prefix="genzoo-check-") as tmp:
         tmp = Path(tmp)
-        dataset = None
-        if cls.needs_data:
-            data = synthetic_dataset(model, 8)
-            arrays = {"x": data.images.numpy()}
-            if data.labels is not None:
-                arrays["y"] = data.labels.numpy()
-            np.savez(tmp / "data.npz", **arrays)
-            dataset = f"npz:{tmp / 'data.npz'}"
-        common = dict(dataset=dataset, config=dict(config or {}), batch_size=4, precision="fp32", device="cpu",
-                      sample_every=0, progress=False)
+        common = dict(dataset=_synthetic_npz(model, tmp), config=dict(config or {}), batch_size=4, precision="fp32",
+                      device="cpu", sample_every=0, progress=False)
         try:
-            fit(cls, steps=4, out=tmp / "straight", checkpoint_every=2, **common)
-            fit(cls, steps=2, out=tmp / "resumed", checkpoint_every=2, **common)
-            fit(cls, steps=4, out=tmp / "resumed", checkpoint_every=2, resume=True, **common)
+            fit(cls, steps=5, out=tmp / "straight", checkpoint_every=5, **common)
+            fit(cls, steps=5, out=tmp / "resumed", checkpoint_every=3, **common)
+            shutil.rmtree(tmp / "resumed" / "checkpoints" / "step-00000005")  # as if killed after step 3's checkpoint
+            fit(cls, steps=5, out=tmp / "resumed", checkpoint_every=3, resume=True, **common)
         except GenzooError as exc:
             _fail(rule, f"genzoo fit failed on synthetic data: {exc}")
         straight = load_file(str(tmp / "straight" / "model.safetensors"))
         resumed = load_file(str(tmp / "resumed" / "model.safetensors"))
-    if straight.keys() != resumed.keys():
-        _fail(rule, f"a run resumed at step 2 of 4 saved other tensors than an uninterrupted run: "
-                    f"{sorted(set(straight) ^ set(resumed))}")
-    differences = {k: float((straight[k].float() - resumed[k].float()).abs().max()) for k in straight
-                   if not torch.equal(straight[k], resumed[k])}
+        logs = [(tmp / run / "metrics.jsonl").read_text() for run in ("straight", "resumed")]
+    _require_equal_weights(rule, straight, resumed, "a run resumed at step 3 of 5", "an uninterrupted run")
+    if logs[0] != logs[1]:
+        _fail(rule, "a run resumed at step 3 of 5 logged other values than an uninterrupted run: some randomness or "
+                    "state is not in the checkpoint (use torch's global RNG, or buffers)")
+
+
+def check_several_processes(cls: type, config: dict[str, Any] | None, processes: int = 2, steps: int = 4) -> None:
+    """genzoo fit under ``processes`` CPU processes (gloo), as ``accelerate launch`` runs it: every step's
+    update goes through (a step-dependent schedule included) and every process ends with the same weights,
+    bit for bit. Slow (each process imports torch): mark the test that runs it slow."""
+    rule = "check_several_processes"
+    if "fit" not in cls.capabilities:
+        return
+    import multiprocessing
+    import socket
+
+    model = _build(cls, config)
+    with tempfile.TemporaryDirectory(prefix="genzoo-check-") as tmp:
+        tmp = Path(tmp)
+        dataset = _synthetic_npz(model, tmp, n=4 * processes * 2)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        context = multiprocessing.get_context("spawn")
+        errors = context.Queue()
+        workers = [context.Process(target=_process_worker, args=(rank, processes, port, cls, dict(config or {}),
+                                                                 dataset, str(tmp / "run"), steps, errors))
+                   for rank in range(processes)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=600)
+        failures = []
+        while not errors.empty():
+            failures.append(errors.get())
+        if failures:
+            _fail(rule, f"under {processes} processes: {sorted(failures)[0][1]}")
+        if any(worker.exitcode != 0 for worker in workers):
+            _fail(rule, f"a process of {processes} exited with {[w.exitcode for w in workers]}")
+        weights = [load_file(str(tmp / f"rank{rank}.safetensors")) for rank in range(processes)]
+    for rank in range(1, processes):
+        _require_equal_weights(rule, weights[0], weights[rank], f"process {rank} after {steps} steps", "process 0")
+
+
+def _process_worker(rank: int, processes: int, port: int, cls: type, config: dict[str, Any], dataset: str, out: str,
+                    steps: int, errors: Any) -> None:
+    """One process of check_several_processes: the environment accelerate launch gives it, then genzoo fit."""
+    import os
+
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(processes),
+                       "LOCAL_WORLD_SIZE": str(processes), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                       "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"})
+    torch.set_num_threads(1)
+    from .fitoptions import FitOptions
+    from .train import Trainer
+    from .tensorfile import write_tensors
+
+    try:
+        with registered(cls):
+            opts = FitOptions(steps=steps, out=out, dataset=dataset, overrides=config, batch_size=2 * processes,
+                              precision="fp32", device="cpu", sample_every=0, checkpoint_every=2, progress=False)
+            trainer = Trainer(cls, opts)
+            trainer.run()
+        state = {k: v.detach().cpu().contiguous() for k, v in trainer.state.model.state_dict().items()}
+        write_tensors(state, Path(out).parent / f"rank{rank}.safetensors")
+    except Exception as exc:  # reported to the parent, which names the rule
+        errors.put((rank, f"process {rank}: {type(exc).__name__}: {exc}"))
+        raise SystemExit(1)
+
+
+def _synthetic_npz(model: Method, folder: Path, n: int = 8) -> str | None:
+    if not model.needs_data:
+        return None
+    data = synthetic_dataset(model, n)
+    arrays = {"x": data.images.numpy()}
+    if data.labels is not None:
+        arrays["y"] = data.labels.numpy()
+    np.savez(folder / "data.npz", **arrays)
+    return f"npz:{folder / 'data.npz'}"
+
+
+def _require_equal_weights(rule: str, a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], what: str,
+                           against: str) -> None:
+    if a.keys() != b.keys():
+        _fail(rule, f"{what} has other tensors than {against}: {sorted(set(a) ^ set(b))}")
+    differences = {k: float((a[k].float() - b[k].float()).abs().max()) for k in a if not torch.equal(a[k], b[k])}
     if differences:
         worst = max(differences, key=differences.get)
-        _fail(rule, f"a run resumed at step 2 of 4 ended with other weights than an uninterrupted run ({len(differences)} "
-                    f"tensor(s) differ, most {worst!r} by {differences[worst]:.3g}; it must be 0: resume is exact): some "
-                    f"randomness or state is not in the checkpoint (use torch's global RNG, or buffers)")
+        _fail(rule, f"{what} ended with other weights than {against} ({len(differences)} tensor(s) differ, most "
+                    f"{worst!r} by {differences[worst]:.3g}; it must be 0): some randomness or state is not in the "
+                    f"checkpoint or differs between processes (use torch's global RNG, or buffers)")
+
+
+def _optimizer_parameters(model: Method, optimizer: torch.optim.Optimizer) -> list[str]:
+    ids = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    return [n for n, p in model.named_parameters() if id(p) in ids]
 
 
 CHECKS: tuple[Check, ...] = (check_declaration, check_undeclared_verbs_refuse, check_sample_images,
                              check_per_image_seeding, check_labels, check_options, check_refine_images,
                              check_refine_zero_steps, check_save_load_round_trip, check_training_step,
-                             check_fit_resumes_exactly)
+                             check_optimizers_own_parameters, check_fit_resumes_exactly)
+SLOW_CHECKS: tuple[Check, ...] = (check_several_processes,)  # not in check_method: run them from a slow test
 _NEEDS = {check_sample_images: "sample", check_per_image_seeding: "sample", check_refine_images: "refine",
-          check_refine_zero_steps: "refine", check_training_step: "fit", check_fit_resumes_exactly: "fit"}
+          check_refine_zero_steps: "refine", check_training_step: "fit", check_optimizers_own_parameters: "fit",
+          check_fit_resumes_exactly: "fit", check_several_processes: "fit"}
 
 
 def checks_for(cls: type) -> list[Check]:
@@ -455,5 +621,5 @@ def _expect_error(rule: str, message: str) -> Iterator[None]:
     _fail(rule, message)
 
 
-__all__ = ["CHECKS", "ContractError", "TOLERANCE", "check_method", "checks_for", "parametrize_with_checks",
-           "registered", "synthetic_dataset", "tolerance_for"] + [c.__name__ for c in CHECKS]
+__all__ = ["CHECKS", "SLOW_CHECKS", "ContractError", "TOLERANCE", "check_method", "checks_for", "parametrize_with_checks",
+           "registered", "synthetic_dataset", "tolerance_for"] + [c.__name__ for c in CHECKS + SLOW_CHECKS]

@@ -8,7 +8,8 @@ import torch
 
 from genzoo.testing import parametrize_with_checks
 from genzoo_consistency import Consistency
-from genzoo_consistency.schedule import curriculum, edm_scalings, karras_sigmas, lognormal_weights, pseudo_huber
+from genzoo_consistency.schedule import curriculum, lognormal_weights, pseudo_huber
+from genzoo_edm.karras import edm_scalings, karras_sigmas
 
 TINY = {"width": 8, "levels": 2, "image_size": 8}
 
@@ -135,3 +136,22 @@ def test_genzoo_eval_passes_sample_options_to_the_model(toy_site, toy_npz, tmp_p
     assert reports[1]["metrics"]["swd"] != reports[2]["metrics"]["swd"]
     wrong = CliRunner().invoke(cli, ["eval", *common, "--opt", "stpes=2"])
     assert wrong.exit_code != 0 and "no option(s) ['stpes']" in wrong.output
+
+
+def test_student_and_teacher_draw_one_dropout_mask_in_a_training_step():
+    """The teacher's pass and the student's pass of one training step see the same dropout mask; two
+    passes outside the step draw two (so the hooks would see a difference if there were one)."""
+    model = Consistency({**TINY, "dropout": 0.5})
+    model.fit_steps = 10
+    model.train()
+    masks = []
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.register_forward_hook(lambda m, args, out: masks.append(out == 0))
+    model.training_step({"x": torch.rand(4, 1, 8, 8), "y": None, "size": 4, "step": 0})
+    half = len(masks) // 2
+    assert half > 0 and all(torch.equal(a, b) for a, b in zip(masks[:half], masks[half:]))
+    masks.clear()
+    x, sigma = torch.randn(4, 1, 8, 8), torch.full((4,), 1.0)
+    model.denoise(x, sigma), model.denoise(x, sigma)
+    assert not all(torch.equal(a, b) for a, b in zip(masks[:half], masks[half:]))

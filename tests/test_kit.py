@@ -18,7 +18,9 @@ from click.testing import CliRunner
 import genzoo
 from genzoo.cli import cli
 from genzoo.testing import CHECKS, ContractError, check_method, checks_for, parametrize_with_checks
+from genzoo_edm import EDM
 from genzoo_features import FeatureClassifier
+from genzoo_gan import GAN
 from genzoo_ign import IGN
 from genzoo_mmb import MMBClassifier, MMBGenerator, MMBReconstruct
 from genzoo_robust import RobustRefiner
@@ -30,6 +32,8 @@ BUILT_IN = [
     (MMBClassifier, {"width": 8, "depth": 2, "per_class": 1, "image_size": 8}),
     (MMBReconstruct, {"classifier": "mmb-mnist-classifier", "count": 10}),
     (FeatureClassifier, {"width": 4, "feature_dim": 8}),
+    (EDM, {"width": 4, "levels": 2, "image_size": 8, "sample_steps": 3, "refine_steps": 2}),
+    (GAN, {"width": 8, "bottleneck": 4}),
 ]
 
 
@@ -187,7 +191,7 @@ def test_a_refiner_that_ignores_zero_steps_fails_with_the_difference():
 def test_checks_for_leaves_out_the_verbs_a_method_does_not_declare():
     names = {c.__name__ for c in checks_for(BatchDependent)}
     assert "check_fit_resumes_exactly" not in names and "check_refine_images" not in names
-    assert "check_undeclared_verbs_refuse" in names and len(CHECKS) == 11
+    assert "check_undeclared_verbs_refuse" in names and len(CHECKS) == 12
 
 
 def test_new_plugin_refuses_bad_names_and_existing_folders(tmp_path):

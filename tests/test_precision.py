@@ -123,7 +123,7 @@ def test_a_run_records_its_precision_and_hardware(toy_site, toy_npz, tmp_path):
 def test_fit_prints_its_precision_and_why(toy_site, toy_npz, tmp_path, native_cpu, monkeypatch):
     from click.testing import CliRunner
 
-    import genzoo.train as train
+    import genzoo.fitsetup as train
     from genzoo.cli import cli
 
     monkeypatch.setenv(prec.CACHE_ENV, str(tmp_path / "cache"))  # no verdict from an earlier test

@@ -8,17 +8,20 @@ image to ``sigma`` and map it back in one step (SDEdit-like, with one network ca
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Callable, Iterator
 
 import torch
 
 import genzoo
-from genzoo.configs import NonNegative, Positive, UnitOpen
+from genzoo.configs import Positive, Range, UnitOpen
 
-from .schedule import curriculum, edm_scalings, karras_sigmas, lognormal_weights, pseudo_huber
-from .unet import UNet
+from genzoo_edm.karras import edm_scalings, karras_sigmas
+from genzoo_edm.unet import UNet
+
+from .schedule import curriculum, lognormal_weights, pseudo_huber
 
 PAPER = """@inproceedings{song2023consistency,
   title     = {Consistency Models},
@@ -41,7 +44,8 @@ class ConsistencyConfig:
     width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
     levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
     blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
-    dropout: Annotated[float, NonNegative] = 0.1
+    dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.1  # one mask shared by student and teacher
+    noise_scale: Annotated[float, Positive] = 0.25  # c_noise = noise_scale ln(sigma): EDM's 1/4; 250 in the original code
     sigma_min: Annotated[float, Positive] = 0.002
     sigma_max: Annotated[float, Positive] = 80.0
     sigma_data: Annotated[float, Positive] = 0.5
@@ -71,6 +75,22 @@ class ConsistencyConfig:
             raise ValueError(f"s1 must be >= s0, got s0={self.s0}, s1={self.s1}")
 
 
+@contextlib.contextmanager
+def shared_randomness(device: torch.device) -> Iterator[Callable[[], None]]:
+    """Yields ``again()``, which rewinds torch's RNG to where it stood on entry: the passes before and after
+    it draw the same random numbers (the same dropout mask, when they run the same network on inputs of
+    one shape)."""
+    cpu = torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+
+    def again() -> None:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda, device)
+
+    yield again
+
+
 class Consistency(genzoo.Method):
     name = "consistency"
     summary = "Consistency model trained from scratch (consistency training): one network call per sample"
@@ -90,7 +110,7 @@ class Consistency(genzoo.Method):
         """f(x, sigma) = c_skip x + c_out F(c_in x, c_noise), images in [-1, 1] space; sigma per image."""
         c = self.config
         c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, c.sigma_data, c.sigma_min))
-        c_noise = 250 * sigma.log()  # 1000 * ln(sigma) / 4, the EDM noise input on a timestep-like scale
+        c_noise = c.noise_scale * sigma.log()
         return c_skip * x + c_out * self.net(c_in * x, c_noise).to(x.dtype)
 
     def sample_sigmas(self, steps: int) -> list[float]:
@@ -142,9 +162,11 @@ class Consistency(genzoo.Method):
         index = torch.multinomial(lognormal_weights(sigmas, c.p_mean, c.p_std), x.shape[0], replacement=True)
         low, high = sigmas[index].float().to(x.device), sigmas[index + 1].float().to(x.device)
         z = torch.randn_like(x)
-        with torch.no_grad():  # the teacher: the same network, its output held fixed
-            target = self.denoise(x + low.view(-1, 1, 1, 1) * z, low)
-        student = self.denoise(x + high.view(-1, 1, 1, 1) * z, high)
+        with shared_randomness(x.device) as again:
+            with torch.no_grad():  # the teacher: the same network, its output held fixed
+                target = self.denoise(x + low.view(-1, 1, 1, 1) * z, low)
+            again()  # the student draws the teacher's dropout mask
+            student = self.denoise(x + high.view(-1, 1, 1, 1) * z, high)
         huber_c = c.huber_c if c.huber_c is not None else 0.00054 * math.sqrt(x[0].numel())
         distance = pseudo_huber(student.float(), target.float(), huber_c)
         loss = (distance / (high - low)).mean()

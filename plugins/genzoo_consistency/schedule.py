@@ -14,13 +14,6 @@ import math
 import torch
 
 
-def karras_sigmas(count: int, sigma_min: float, sigma_max: float, rho: float) -> torch.Tensor:
-    """``count`` noise levels from sigma_min up to sigma_max, evenly spaced in sigma^(1/rho) (ascending)."""
-    ramp = torch.linspace(0, 1, count, dtype=torch.float64)
-    low, high = sigma_min ** (1 / rho), sigma_max ** (1 / rho)
-    return (low + ramp * (high - low)) ** rho
-
-
 def curriculum(step: int, total: int, s0: int, s1: int) -> int:
     """N(k) = min(s0 * 2^floor(k / K'), s1) + 1 with K' = floor(K / (log2(s1 / s0) + 1)): the number of
     noise levels at training step k of K, doubling from s0 + 1 to s1 + 1 in equal stages."""
@@ -41,11 +34,3 @@ def pseudo_huber(a: torch.Tensor, b: torch.Tensor, c: float) -> torch.Tensor:
     """sqrt(||a - b||^2 + c^2) - c per sample: L2 far away, a scaled squared L2 near zero."""
     return ((a - b).flatten(1).square().sum(1) + c * c).sqrt() - c
 
-
-def edm_scalings(sigma: torch.Tensor, sigma_data: float, sigma_min: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """c_skip, c_out, c_in of f(x, sigma) = c_skip x + c_out F(c_in x, sigma): c_skip(sigma_min) = 1 and
-    c_out(sigma_min) = 0, so f(x, sigma_min) = x holds by construction."""
-    c_skip = sigma_data ** 2 / ((sigma - sigma_min) ** 2 + sigma_data ** 2)
-    c_out = sigma_data * (sigma - sigma_min) / (sigma_data ** 2 + sigma ** 2).sqrt()
-    c_in = 1 / (sigma ** 2 + sigma_data ** 2).sqrt()
-    return c_skip, c_out, c_in

@@ -1,0 +1,68 @@
+"""Which images each process trains on at each step: a pure function of (seed, step).
+
+The global batch of step t is a slice of a permutation of the dataset seeded by the epoch; it is cut
+into ``grad_accum`` micro-batches, and each micro-batch into one part per process. With mirroring,
+whether an image is flipped is a coin drawn from (seed, t) for the whole step, so neither the
+accumulation nor the number of processes changes which images a step sees. A resumed run therefore
+sees exactly the batches an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .datasets import ImageData
+from .seeding import image_seed
+
+
+class BatchSampler:
+    """The micro-batches of one process: ``micro_batches(step)`` gives that step's ``grad_accum`` of them."""
+
+    def __init__(self, data: ImageData | None, *, seed: int, batch_size: int, grad_accum: int = 1,
+                 processes: int = 1, rank: int = 0, hflip: bool = False):
+        if batch_size % processes:
+            raise ValueError(f"batch size {batch_size} is not divisible by {processes} processes")
+        self.data, self.seed, self.hflip = data, seed, hflip
+        self.batch_size, self.grad_accum, self.rank = batch_size, grad_accum, rank
+        self.local = batch_size // processes  # images of one micro-batch on this process
+        self._epoch: int | None = None
+        self._perm = torch.empty(0, dtype=torch.long)
+
+    @property
+    def per_step(self) -> int:
+        return self.batch_size * self.grad_accum
+
+    def micro_batches(self, step: int, device: torch.device | str = "cpu") -> list[dict[str, Any]]:
+        return [self.batch(step, micro, device) for micro in range(self.grad_accum)]
+
+    def batch(self, step: int, micro: int = 0, device: torch.device | str = "cpu") -> dict[str, Any]:
+        """Micro-batch ``micro`` of step ``step`` for this process: ``{"x", "y", "size", "step"}``."""
+        if self.data is None:
+            return {"x": None, "y": None, "size": self.local, "step": step}
+        n = len(self.data)
+        epoch, position = divmod(step, n // self.per_step)
+        if self._epoch != epoch:
+            generator = torch.Generator().manual_seed(image_seed(self.seed, epoch, "data"))
+            self._perm = torch.randperm(n, generator=generator)
+            self._epoch = epoch
+        offset = micro * self.batch_size + self.rank * self.local
+        start = position * self.per_step + offset
+        index = self._perm[start:start + self.local]
+        x = self.data.floats(index)
+        if self.hflip:
+            x = mirrored_half(x, image_seed(self.seed, step, "hflip"), offset, self.per_step)
+        y = self.data.labels[index].to(device) if self.data.labels is not None else None
+        return {"x": x.to(device), "y": y, "size": self.local, "step": step}
+
+
+def mirrored_half(x: torch.Tensor, seed: int, offset: int, per_step: int) -> torch.Tensor:
+    """``x`` (rows ``offset``... of a step's ``per_step`` images) with each image mirrored left-right with
+    probability 1/2; the coin of every image of the step comes from ``seed``, so which images are
+    mirrored does not depend on how the step is split over processes or accumulated micro-batches."""
+    coins = torch.rand(per_step, generator=torch.Generator().manual_seed(seed))[offset:offset + len(x)] < 0.5
+    return torch.where(coins[:, None, None, None], x.flip(-1), x)
+
+
+__all__ = ["BatchSampler", "mirrored_half"]

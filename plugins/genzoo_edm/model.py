@@ -1,0 +1,160 @@
+"""EDM: a diffusion model with Karras et al.'s preconditioning, loss and deterministic Heun sampler.
+
+D(x, sigma) = c_skip x + c_out F(c_in x, c_noise) denoises an image at any noise level; it is trained by
+weighted regression onto the clean image at lognormally drawn levels. sample = Heun's method on the
+probability-flow ODE from sigma_max to 0; refine = noise an image to a level and solve back (SDEdit).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated
+
+import torch
+
+import genzoo
+from genzoo.configs import Positive, Range, UnitOpen
+
+from .karras import c_noise, edm_scalings, karras_sigmas
+from .unet import UNet
+
+PAPER = """@inproceedings{karras2022elucidating,
+  title     = {Elucidating the Design Space of Diffusion-Based Generative Models},
+  author    = {Karras, Tero and Aittala, Miika and Aila, Timo and Laine, Samuli},
+  booktitle = {Advances in Neural Information Processing Systems (NeurIPS)},
+  year      = {2022}
+}"""
+
+MAX_STEPS = 1000
+Dropout = Range(0, 1, high_open=True)
+
+
+@dataclass
+class EDMConfig:
+    channels: Annotated[int, Positive] = 1
+    image_size: Annotated[int, Positive] = 28
+    width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
+    levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
+    blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
+    dropout: Annotated[float, Dropout] = 0.1
+    sigma_min: Annotated[float, Positive] = 0.002
+    sigma_max: Annotated[float, Positive] = 80.0
+    sigma_data: Annotated[float, Positive] = 0.5
+    rho: Annotated[float, Positive] = 7.0
+    p_mean: float = -1.2  # training levels: ln sigma ~ N(p_mean, p_std^2)
+    p_std: Annotated[float, Positive] = 1.2
+    sample_steps: Annotated[int, Range(1, MAX_STEPS)] = 18  # Heun steps of a sample: 2 x steps - 1 network calls
+    refine_sigma: Annotated[float, Positive] = 1.0  # the level refine noises an image to
+    refine_steps: Annotated[int, Range(0, MAX_STEPS)] = 10  # Heun steps from refine_sigma back to 0
+    lr: Annotated[float, Positive] = 5e-4
+    warmup_steps: Annotated[int, Range(0)] = 200
+    beta1: Annotated[float, UnitOpen] = 0.9
+    beta2: Annotated[float, UnitOpen] = 0.999
+    ema_decay: Annotated[float, UnitOpen] = 0.999
+    grad_clip: Annotated[float, Positive] | None = None
+
+    def __post_init__(self) -> None:
+        if self.image_size % 2 ** (self.levels - 1):
+            raise ValueError(f"image_size {self.image_size} must be divisible by 2^(levels - 1) = {2 ** (self.levels - 1)}")
+        if self.width % 4:
+            raise ValueError(f"width must be a multiple of 4, got {self.width}")
+        if not self.sigma_min < self.sigma_max:
+            raise ValueError(f"sigma_min must be below sigma_max, got {self.sigma_min} and {self.sigma_max}")
+        if not self.sigma_min < self.refine_sigma <= self.sigma_max:
+            raise ValueError(f"refine_sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min}, {self.sigma_max}], "
+                             f"got {self.refine_sigma}")
+
+
+class EDM(genzoo.Method):
+    name = "edm"
+    summary = "Diffusion model with EDM's preconditioning, trained by denoising; sampled by Heun's method"
+    Config = EDMConfig
+    capabilities = frozenset({"fit", "sample", "refine"})
+    default_model = "edm-mnist"
+    paper = PAPER
+    sample_options = {"steps": int}
+    refine_options = {"sigma": float}
+    # Each Heun step feeds the last one's rounding into the next network call, and oneDNN rounds
+    # differently for different batch sizes.
+    image_tolerance = 1e-4
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        c = self.config
+        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout)
+
+    def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        """D(x, sigma): the clean image estimated from x (in [-1, 1] space) at noise level sigma (per image)."""
+        c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, self.config.sigma_data))
+        return c_skip * x + c_out * self.net(c_in * x, c_noise(sigma)).to(x.dtype)
+
+    def heun(self, x: torch.Tensor, sigmas: list[float]) -> torch.Tensor:
+        """Heun's method on dx/dsigma = (x - D(x, sigma)) / sigma through ``sigmas`` (descending, ending at 0)."""
+        for i in self.track(range(len(sigmas) - 1), "denoising"):
+            sigma, following = sigmas[i], sigmas[i + 1]
+            slope = (x - self._at(x, sigma)) / sigma
+            euler = x + (following - sigma) * slope
+            if following > 0:  # the second-order correction (EDM, Algorithm 1)
+                slope = (slope + (euler - self._at(euler, following)) / following) / 2
+                euler = x + (following - sigma) * slope
+            x = euler
+        return x
+
+    def schedule(self, steps: int, sigma_max: float | None = None) -> list[float]:
+        """``steps`` levels from sigma_max (or the given level) down to sigma_min on the rho-schedule, then 0."""
+        c = self.config
+        top = c.sigma_max if sigma_max is None else sigma_max
+        return [float(s) for s in karras_sigmas(steps, c.sigma_min, top, c.rho).flip(0)] + [0.0]
+
+    @staticmethod
+    def network_calls(steps: int) -> int:
+        """Network calls of a Heun sample of ``steps`` steps (the last step is a plain Euler step)."""
+        return 2 * steps - 1
+
+    # -- verbs -------------------------------------------------------------------------------
+
+    def sample_batch(self, noise, labels, steps: int | None = None):
+        c = self.config
+        steps = self._steps(c.sample_steps if steps is None else steps, "sample", "steps", low=1)
+        x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
+        return (self.heun(x, self.schedule(steps)).clamp(-1, 1) + 1) / 2
+
+    def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
+        """Noise x to ``sigma`` and solve back in ``steps`` Heun steps (SDEdit); ``steps=0`` returns x."""
+        c = self.config
+        sigma = c.refine_sigma if sigma is None else float(sigma)
+        if not c.sigma_min < sigma <= c.sigma_max:
+            raise genzoo.GenzooError(f"edm refine: sigma must lie in (sigma_min, sigma_max] = ({c.sigma_min:g}, "
+                                     f"{c.sigma_max:g}], got {sigma:g}")
+        steps = self._steps(c.refine_steps if steps is None else steps, "refine", "steps", low=0)
+        if steps == 0:
+            return x
+        noisy = x * 2 - 1 + sigma * noise.randn(*self.image_shape, device=self.device)
+        return (self.heun(noisy, self.schedule(steps, sigma)).clamp(-1, 1) + 1) / 2
+
+    def _at(self, x: torch.Tensor, sigma: float) -> torch.Tensor:
+        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32))
+
+    def _steps(self, steps: int, verb: str, option: str, low: int) -> int:
+        if isinstance(steps, bool) or not isinstance(steps, int) or not low <= steps <= MAX_STEPS:
+            raise genzoo.GenzooError(f"edm {verb}: {option} must be an integer in [{low}, {MAX_STEPS}], got {steps!r}")
+        return steps
+
+    # -- training ----------------------------------------------------------------------------
+
+    def training_step(self, batch):
+        c = self.config
+        x = batch["x"] * 2 - 1
+        sigma = (torch.randn(x.shape[0], device=x.device) * c.p_std + c.p_mean).exp()
+        noisy = x + sigma.view(-1, 1, 1, 1) * torch.randn_like(x)
+        weight = (sigma ** 2 + c.sigma_data ** 2) / (sigma * c.sigma_data) ** 2  # EDM's lambda(sigma)
+        error = (self.denoise(noisy, sigma).float() - x).square().flatten(1).mean(1)
+        return {"loss": (weight * error).mean(), "mse": error.mean()}
+
+    def configure_optimizers(self):
+        c = self.config
+        optimizer = torch.optim.Adam(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))
+        total = self.fit_steps or max(c.warmup_steps, 1)
+        return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=min(c.warmup_steps, total),
+                                                            total_steps=total, final_ratio=0.05)]

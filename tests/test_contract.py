@@ -1,0 +1,203 @@
+"""The training contract v2: a method may own its update (tests/tinygan.py and the built-in gan), and the
+kit's checks catch each way of getting it wrong, with the rule, the step and the parameter named."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import genzoo
+from genzoo.errors import GenzooError
+from genzoo.testing import (ContractError, check_fit_resumes_exactly, check_method, check_optimizers_own_parameters,
+                            check_several_processes, check_training_step, registered)
+from genzoo.trainstep import TrainStep
+from tinygan import TinyGAN
+
+
+@pytest.fixture
+def digits_npz(tmp_path):
+    rng = np.random.default_rng(0)
+    x = (rng.random((32, 8, 8)) * 255).astype(np.uint8)
+    path = tmp_path / "digits.npz"
+    np.savez(path, x=x)
+    return f"npz:{path}"
+
+
+def _fit(method, out, dataset, steps, **kw):
+    kw.setdefault("checkpoint_every", 2)
+    return genzoo.fit(method, steps=steps, out=out, dataset=dataset, batch_size=8, sample_every=0, progress=False,
+                      precision="fp32", **kw)
+
+
+def test_the_tiny_gan_passes_every_check():
+    check_method(TinyGAN)
+
+
+def test_an_update_logs_what_each_loss_measures_and_the_ema_averages_the_generator_only(tmp_path, digits_npz):
+    out = _fit(TinyGAN, tmp_path / "run", digits_npz, 4)
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [sorted(line) for line in lines] == [["loss_d", "step"], ["loss_g", "step"]] * 2
+    checkpoint = out / "checkpoints" / "step-00000004"
+    raw, ema = load_file(str(checkpoint / "model.safetensors")), load_file(str(checkpoint / "ema.safetensors"))
+    assert all(torch.equal(raw[k], ema[k]) for k in raw if k.startswith("discriminator."))
+    assert not all(torch.equal(raw[k], ema[k]) for k in raw if k.startswith("generator."))
+    with registered(TinyGAN):
+        assert genzoo.load(out).sample(2, seed=0).shape == (2, 1, 8, 8)
+
+
+def test_a_resume_whose_optimiser_count_differs_is_refused_in_one_sentence(tmp_path, digits_npz):
+    _fit(TinyGAN, tmp_path / "run", digits_npz, 2)
+
+    class OneOptimiser(TinyGAN):
+        def configure_optimizers(self):
+            return [torch.optim.Adam(self.parameters())]
+
+    with pytest.raises(GenzooError, match="holds 2 optimiser\\(s\\), the method now configures 1"):
+        _fit(OneOptimiser, tmp_path / "run", digits_npz, 4, resume=True)
+
+
+def test_accumulated_micro_batches_give_the_gradient_of_their_whole_batch():
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 1)
+    x = torch.randn(16, 4)
+
+    def loss_of(batch):
+        return net(batch["x"]).square().mean()
+
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    whole = TrainStep(net, 0, [{"x": x}], [optimizer])
+    whole.accumulate(loss_of)
+    expected = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad(set_to_none=True)
+    halves = TrainStep(net, 0, [{"x": x[:8]}, {"x": x[8:]}], [optimizer])
+    halves.accumulate(loss_of)
+    assert all(torch.allclose(a, p.grad, atol=1e-7) for a, p in zip(expected, net.parameters()))
+
+
+# -- the faults the kit catches ----------------------------------------------------------------
+
+
+class ForgetsAnOptimiser(TinyGAN):
+    """Broken on purpose: configure_optimizers never returns the discriminator's optimiser."""
+
+    def configure_optimizers(self):
+        return [torch.optim.Adam(self.generator[2].parameters()), torch.optim.Adam(self.generator[0].parameters())]
+
+
+class BothOverEverything(TinyGAN):
+    """Broken on purpose: both optimisers hold every parameter, so a generator step moves the discriminator."""
+
+    def configure_optimizers(self):
+        return [torch.optim.Adam(self.parameters()), torch.optim.Adam(self.parameters())]
+
+
+class LeaksIntoTheDiscriminator(TinyGAN):
+    """Broken on purpose: the generator's loss is computed without freezing the discriminator."""
+
+    def update(self, step):
+        d_opt, g_opt = step.optimizers
+        if step.index % 2 == 0:
+            loss = step.accumulate(self.discriminator_loss)
+            step.step(d_opt)
+            return {"loss_d": loss}
+        loss = step.accumulate(self.generator_loss)
+        step.step(g_opt)
+        return {"loss_g": loss}
+
+
+class CountsItsOwnCalls(TinyGAN):
+    """Broken on purpose: alternates on a counter of its own, which restarts at 0 when a run resumes."""
+
+    calls = 0
+
+    def update(self, step):
+        d_opt, g_opt = step.optimizers
+        self.calls += 1
+        if self.calls % 2:
+            loss = step.accumulate(self.discriminator_loss)
+            step.step(d_opt)
+            return {"loss_d": loss}
+        with step.frozen(self.discriminator):
+            loss = step.accumulate(self.generator_loss)
+        step.step(g_opt)
+        return {"loss_g": loss}
+
+
+class StepsNothing(TinyGAN):
+    """Broken on purpose: computes its losses but steps no optimiser."""
+
+    def update(self, step):
+        return {"loss_d": step.accumulate(self.discriminator_loss)}
+
+
+@pytest.mark.parametrize("broken, check, fragments", [
+    (ForgetsAnOptimiser, check_optimizers_own_parameters,
+     ["check_optimizers_own_parameters", "'discriminator.0.weight'", "in no optimiser"]),
+    (BothOverEverything, check_optimizers_own_parameters,
+     ["check_optimizers_own_parameters", "'generator.0.weight' belongs to optimisers [0, 1]"]),
+    (LeaksIntoTheDiscriminator, check_training_step,
+     ["check_training_step", "step 1", "'discriminator.0.weight'", "step.frozen"]),
+    (CountsItsOwnCalls, check_fit_resumes_exactly, ["check_fit_resumes_exactly", "resumed at step 3 of 5"]),
+    (StepsNothing, check_training_step, ["check_training_step", "step 0", "stepped no optimiser"]),
+])
+def test_each_fault_of_a_gan_fails_its_check_with_the_rule_step_and_parameter(broken, check, fragments):
+    with pytest.raises(AssertionError) as info:
+        check(broken, None)
+    assert all(fragment in str(info.value) for fragment in fragments), str(info.value)
+
+
+class AlternatesInOneLoss(genzoo.Method):
+    """Broken on purpose, the way the contract's single loss forced it: a GAN in training_step that
+    switches network on the step, so each step leaves one network without a gradient."""
+
+    name = "alternates-in-one-loss"
+    summary = "a GAN squeezed into training_step"
+    Config = TinyGAN.Config
+    capabilities = frozenset({"fit", "sample"})
+    sample_batch = TinyGAN.sample_batch
+    fake = TinyGAN.fake
+    discriminator_loss = TinyGAN.discriminator_loss
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        d = self.config.image_size ** 2
+        self.generator = torch.nn.Sequential(torch.nn.Linear(self.config.latent, d), torch.nn.Tanh())
+        self.discriminator = torch.nn.Linear(d, 1)
+
+    def training_step(self, batch):
+        if batch["step"] % 2 == 0:
+            return {"loss": self.discriminator_loss(batch)}
+        logits = torch.func.functional_call(self.discriminator, {k: v.detach() for k, v in
+                                                                 self.discriminator.named_parameters()},
+                                            (self.fake(batch["size"]),))
+        return {"loss": torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.ones_like(logits))}
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+
+@pytest.mark.slow
+def test_several_processes_pass_for_an_update_and_name_the_network_a_single_loss_leaves_out():
+    check_several_processes(TinyGAN, None)
+    with pytest.raises(AssertionError) as info:
+        check_several_processes(AlternatesInOneLoss, None)
+    message = str(info.value)
+    assert "check_several_processes" in message and "left generator.* without a gradient at step 0" in message
+    assert "update()" in message
+
+
+def test_update_mistakes_are_refused_in_one_sentence():
+    model = TinyGAN()
+    d_opt, g_opt = model.configure_optimizers()
+    step = TrainStep(model, 0, [{"x": torch.rand(2, 1, 8, 8), "y": None, "size": 2, "step": 0}], [d_opt, g_opt])
+    with pytest.raises(GenzooError, match="none of its parameters received a gradient"):
+        step.step(g_opt)
+    with pytest.raises(GenzooError, match="not one of step.optimizers"):
+        step.step(torch.optim.SGD(model.parameters(), lr=1.0))
+    with pytest.raises(GenzooError, match="takes a scalar loss"):
+        step.backward(torch.ones(3))
+    step.stepped.append(0)
+    with pytest.raises(GenzooError, match="must return a dict of scalars"):
+        step.finish(1.0)
