@@ -21,13 +21,13 @@ DEFAULT_KEEP = 2  # a damaged latest checkpoint then still has one to fall back 
 class FitOptions:
     """Settings of one training run (the options of ``genzoo fit``)."""
 
-    steps: int = option(min=1, help="Total optimisation steps (--resume continues to this total).")
+    steps: int = option(help="Total optimisation steps (--resume continues to this total).")
     out: str = option(help="Output directory: the model, logs, sample grids and checkpoints.")
     dataset: str | None = option(None, help="mnist|cifar10|celeba64|...[:SPLIT], folder:PATH or npz:PATH[:SPLIT] "
                                             "(`genzoo datasets` lists them).")
     data_root: str | None = option(None, help="Where datasets live (default: $GENZOO_DATA_ROOT or ./data).")
-    batch_size: int = option(64, min=1, help="Global batch of one forward pass, split over processes.")
-    grad_accum: int = option(1, min=1, help="Accumulate gradients over K batches per step: the same as a K-times "
+    batch_size: int = option(64, help="Global batch of one forward pass, split over processes.")
+    grad_accum: int = option(1, help="Accumulate gradients over K batches per step: the same as a K-times "
                                             "larger --batch-size, in the memory of one.")
     seed: int = option(0, help="Initial weights, data order and the method's randomness.")
     hflip: bool = option(False, flags=("--hflip/--no-hflip",),
@@ -39,13 +39,13 @@ class FitOptions:
     allow_changes: bool = option(False, flags=("--allow-changes",),
                                  help="With --resume: accept changed Config fields or precision (recorded in "
                                       "fit.json; the run is then no longer what one uninterrupted run gives).")
-    checkpoint_every: int = option(1000, min=0, help="Steps between checkpoints (0: only at the end).")
-    keep_checkpoints: int = option(DEFAULT_KEEP, min=1, help="How many recent checkpoints to keep (2 or more lets "
+    checkpoint_every: int = option(1000, help="Steps between checkpoints (0: only at the end).")
+    keep_checkpoints: int = option(DEFAULT_KEEP, help="How many recent checkpoints to keep (2 or more lets "
                                                              "--resume fall back when the newest is damaged).")
     init: str | None = option(None, metavar="MODEL_DIR",
                               help="Fine-tune: start from this model directory's weights with a fresh optimiser.")
-    sample_every: int = option(1000, min=0, help="Steps between sample grids (0: never).")
-    grid_size: int = option(64, min=1, help="Images in each sample grid.")
+    sample_every: int = option(1000, help="Steps between sample grids (0: never).")
+    grid_size: int = option(64, help="Images in each sample grid.")
     log_with: str | None = option(None, metavar="TRACKER",
                                   help="Also log to an experiment tracker through Accelerate (tensorboard, wandb, "
                                        "mlflow, ...; comma list), writing under --out/trackers.")

@@ -107,12 +107,6 @@ class Trainer:
         acc = self.accelerator = make_accelerator(o, self.device, self.owns_update)
         self.saver = RunSaver(self.out, acc, self.record, o.grid_size, o.keep_checkpoints)
         with os_errors(), contextlib.ExitStack() as cleanup:
-            if acc.is_main_process:
-                make_writable(self.out)
-                lock = RunLock(self.out)
-                lock.acquire()
-                cleanup.callback(lock.release)
-            checkpoint = _shared(acc, resume_point(self.out, o, self.record) if acc.is_main_process else None)
             data = load_dataset(o.dataset, o.data_root) if self.cls.needs_data else None
             if data is not None and len(data) < o.batch_size * o.grad_accum:
                 raise ArgumentError("batch_size", f"dataset {data.name} has {len(data)} images, fewer than one step's "
@@ -120,6 +114,12 @@ class Trainer:
             if o.batch_size % acc.num_processes:
                 raise ArgumentError("batch_size", f"{{arg}} {o.batch_size} must be divisible by the number of "
                                     f"processes ({acc.num_processes})")
+            if acc.is_main_process:
+                make_writable(self.out)
+                lock = RunLock(self.out)
+                lock.acquire()
+                cleanup.callback(lock.release)
+            checkpoint = _shared(acc, resume_point(self.out, o, self.record) if acc.is_main_process else None)
             sampler = BatchSampler(data, seed=o.seed, batch_size=o.batch_size, grad_accum=o.grad_accum,
                                    processes=acc.num_processes, rank=acc.process_index, hflip=o.hflip)
             state = self.state = build_state(self.cls, self.config, o, data)
