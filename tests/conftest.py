@@ -26,6 +26,11 @@ TESTS = Path(__file__).resolve().parent
 SHARED_DATA = TESTS.parent.parent / "shared" / "data"
 
 
+def data_root() -> Path:
+    """Where the real-data tests look for datasets: $GENZOO_DATA_ROOT, else ../shared/data beside the repository."""
+    return Path(os.environ.get("GENZOO_DATA_ROOT") or SHARED_DATA)
+
+
 @pytest.fixture(autouse=True)
 def fresh_plugins(monkeypatch):
     """Every test starts with freshly loaded plugins and no allow-list."""
@@ -85,6 +90,8 @@ def toy_model_dir(toy_site, tmp_path):
 
 @pytest.fixture
 def mnist_root():
-    if not (SHARED_DATA / "MNIST" / "raw" / "train-images-idx3-ubyte").is_file():
-        pytest.skip(f"real MNIST not found under {SHARED_DATA}; the toy-data tests cover the same code")
-    return SHARED_DATA
+    root = data_root()
+    if not (root / "MNIST" / "raw" / "train-images-idx3-ubyte").is_file():
+        pytest.skip(f"real MNIST not found under {root} ($GENZOO_DATA_ROOT or ../shared/data); "
+                    f"the toy-data tests cover the same code")
+    return root

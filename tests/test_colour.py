@@ -14,7 +14,9 @@ from genzoo.datasets.builtin import CELEBA64, CIFAR10_EXACT, CIFAR10_SUBSET
 from genzoo.datasets import dataset_entry, load_dataset
 from genzoo.plugins import get_host
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import data_root
+
+SHARED = data_root()  # $GENZOO_DATA_ROOT, else ../shared/data
 
 
 def _fake_cifar(root: Path, n_train: int = 20, n_test: int = 10) -> None:
