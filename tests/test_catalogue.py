@@ -181,7 +181,7 @@ def test_metrics_and_statuses_are_validated_with_clear_errors():
 
 
 def test_registry_reference_rows_match_the_measurements_they_come_from():
-    root = registry_path().parent / "docs" / "results"
+    root = registry_path().parent / "benchmarks" / "results"
     files = {"features-mnist": "reference.json", "features-cifar10": "reference_cifar10.json",
              "features-celeba64": "reference_celeba64.json"}
     for references in load_reference_sets():
