@@ -1,7 +1,8 @@
 """Built-in plugin: MMB, a generator born from a classifier (Yu and Wang, NeurIPS 2023).
 
 Three methods: ``mmb-classifier`` (the classifier to learn from, trained into the max-margin
-regime), ``mmb`` (the data-free generator) and ``mmb-reconstruct`` (Haim et al.'s per-image
+regime), ``mmb`` (the generator trained from classifiers without training images; it does see each
+classifier's stored mean image) and ``mmb-reconstruct`` (Haim et al.'s per-image
 reconstruction baseline), and the ``genzoo mmb`` command group.
 """
 
