@@ -39,6 +39,8 @@ class IGNConfig:
     # fourier: Re(ifft) of independent coefficients (keeps about half the data's per-pixel variance);
     # hermitian: coefficients drawn with Hermitian symmetry, so the noise has the data's per-pixel statistics
     noise: Literal["gaussian", "fourier", "hermitian"] = "gaussian"
+    # D and the weights as the paper's text gives them (L1, 20 / 20 / 2.5, the clamp); its MNIST runs used
+    # MSE, as its published code does (docs/methods/ign.md says which ign-mnist uses, and why)
     distance: Literal["l1", "mse"] = "l1"
     lambda_rec: Annotated[float, NonNegative] = 20.0
     lambda_idem: Annotated[float, NonNegative] = 20.0
