@@ -42,8 +42,9 @@ class FitOptions:
     checkpoint_every: int = option(1000, help="Steps between checkpoints (0: only at the end).")
     keep_checkpoints: int = option(DEFAULT_KEEP, help="How many recent checkpoints to keep (2 or more lets "
                                                              "--resume fall back when the newest is damaged).")
-    init: str | None = option(None, metavar="MODEL_DIR",
-                              help="Fine-tune: start from this model directory's weights with a fresh optimiser.")
+    init: str | None = option(None, metavar="MODEL",
+                              help="Fine-tune: start from this model's weights (a directory or a model name) with a "
+                                   "fresh optimiser.")
     sample_every: int = option(1000, help="Steps between sample grids (0: never).")
     grid_size: int = option(64, help="Images in each sample grid.")
     log_with: str | None = option(None, metavar="TRACKER",
@@ -70,9 +71,9 @@ class FitOptions:
         out = Path(self.out)
         if out.exists() and not out.is_dir():
             raise ArgumentError("out", f"{{arg}} {out} is a file; give a directory for the run")
-        if self.init and not (Path(self.init) / WEIGHTS_FILE).is_file():
+        if self.init and _looks_like_a_path(self.init) and not (Path(self.init) / WEIGHTS_FILE).is_file():
             raise ArgumentError("init", f"{{arg}} {self.init}: no {WEIGHTS_FILE} there; pass a model directory "
-                                f"written by genzoo fit or genzoo export")
+                                f"written by genzoo fit or genzoo export, or a model name (genzoo list)")
         for tracker in self.trackers():
             if tracker not in TRACKERS:
                 raise ArgumentError("log_with", f"{{arg}} {tracker!r} is not a tracker Accelerate knows; use one of "
@@ -89,6 +90,10 @@ class FitOptions:
         return {"method": method, "dataset": self.dataset, "batch_size": self.batch_size,
                 "grad_accum": self.grad_accum, "seed": self.seed, "hflip": self.hflip, "precision": precision,
                 "config": config, "init": {"path": str(self.init), "sha256": init_sha} if self.init else None}
+
+
+def _looks_like_a_path(text: str) -> bool:
+    return Path(text).exists() or "/" in text or text.startswith(".")
 
 
 __all__ = ["DEFAULT_KEEP", "FitOptions", "TRACKERS"]

@@ -55,13 +55,16 @@ def make_accelerator(opts: FitOptions, device: torch.device, owns_update: bool):
 
 def make_writable(out: Path) -> None:
     """Create ``out`` and prove it writable before any work, or refuse in one sentence naming it."""
+    folder = out
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        for folder in [out] + [out / name for name in ("checkpoints", "samples") if (out / name).is_dir()]:
+            probe = folder / f".write-test-{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
     except OSError as exc:
-        raise GenzooError(f"--out {out} is not writable ({os_reason(exc)}); choose a folder you can write to") from None
+        raise GenzooError(f"--out {out}: {folder} is not writable ({os_reason(exc)}); choose a folder you can write "
+                          f"to, or fix its permissions") from None
 
 
 def resume_point(out: Path, opts: FitOptions, record: RunRecord) -> Path | None:
@@ -110,9 +113,16 @@ def build_state(cls: type, config: Any, opts: FitOptions, data: Any) -> ckpt.Tra
     return ckpt.TrainState(model, EMA.of(model), optimizers, schedulers)
 
 
+def init_folder(init: str) -> Path:
+    """The model directory --init names: a directory, or a catalogue model's (bundled or downloaded) files."""
+    from .loading import resolve
+
+    return resolve(init)[0]
+
+
 def load_init(state: ckpt.TrainState, init: str, cls: type) -> None:
     """Start from another model's weights (fine-tuning): fresh optimiser, this run's config."""
-    source = load_model_dir(init)
+    source = load_model_dir(init_folder(init))
     accepted = (cls.name, *getattr(cls, "init_from", ()))
     if source.name not in accepted:
         raise GenzooError(f"--init {init} holds a {source.name!r} model; {cls.name} starts from "
@@ -129,7 +139,8 @@ def load_init(state: ckpt.TrainState, init: str, cls: type) -> None:
 
 def init_history(init: str) -> tuple[str, list[str]]:
     """--init's weights file sha256 and the commands that made it."""
-    return sha256_file(Path(init) / WEIGHTS_FILE), (read_config(Path(init)).get("provenance") or {}).get("commands", [])
+    folder = init_folder(init)
+    return sha256_file(folder / WEIGHTS_FILE), (read_config(folder).get("provenance") or {}).get("commands", [])
 
 
 def agreed_precision(acc, opts: FitOptions, record: RunRecord, state: ckpt.TrainState, sampler: BatchSampler,

@@ -155,3 +155,35 @@ def test_student_and_teacher_draw_one_dropout_mask_in_a_training_step():
     x, sigma = torch.randn(4, 1, 8, 8), torch.full((4,), 1.0)
     model.denoise(x, sigma), model.denoise(x, sigma)
     assert not all(torch.equal(a, b) for a, b in zip(masks[:half], masks[half:]))
+
+
+def test_ect_pairs_put_the_teacher_below_the_student_and_closer_stage_by_stage():
+    model = Consistency({**TINY, "training": "ect", "ect_q": 2.0, "ect_stage_steps": 10})
+    torch.manual_seed(0)
+    t, r, _ = model._ect_pair(4096, 0, "cpu")
+    assert (r >= 0).all() and (r < t).all()
+    assert (r == 0).any()  # stage 0 with q = 2: small t has a(t) / 2 >= 1, so its teacher is the clean image
+    torch.manual_seed(0)
+    t3, r3, logged = model._ect_pair(4096, 35, "cpu")
+    assert logged["stage"].item() == 3 and torch.equal(t, t3)
+    assert ((t3 - r3) / t3).max() < ((t - r) / t).min() + 1e-6 or ((t3 - r3) / t3).mean() < ((t - r) / t).mean() / 8
+
+
+def test_consistency_tuning_starts_from_an_edm_model_of_the_same_network(tmp_path):
+    import numpy as np
+
+    import genzoo
+    from genzoo.errors import GenzooError
+
+    np.savez(tmp_path / "data.npz", x=(np.random.default_rng(0).random((16, 8, 8)) * 255).astype(np.uint8))
+    common = dict(dataset=f"npz:{tmp_path / 'data.npz'}", batch_size=8, sample_every=0, progress=False,
+                  precision="fp32")
+    edm = genzoo.fit("edm", steps=2, out=tmp_path / "edm", config=TINY, **common)
+    tuned = genzoo.fit("consistency", steps=2, out=tmp_path / "ct", init=str(edm),
+                       config={**TINY, "training": "ect", "huber_c": 0.0}, **common)
+    fit_json = (tuned / "fit.json").read_text()
+    assert '"init"' in fit_json and str(edm) in fit_json
+    with pytest.raises(GenzooError, match="does not fit this config's network"):
+        genzoo.fit("consistency", steps=2, out=tmp_path / "wide", init=str(edm), config={**TINY, "width": 16}, **common)
+    with pytest.raises(GenzooError, match="holds a 'consistency' model; edm starts from 'edm' models"):
+        genzoo.fit("edm", steps=2, out=tmp_path / "back", init=str(tuned), config=TINY, **common)

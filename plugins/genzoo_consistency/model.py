@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Annotated, Callable, Iterator
+from typing import Annotated, Callable, Iterator, Literal
 
 import torch
 
 import genzoo
-from genzoo.configs import Positive, Range, UnitOpen
+from genzoo.configs import NonNegative, Positive, Range, UnitOpen
 
 from genzoo_edm.karras import edm_scalings, karras_sigmas
 from genzoo_edm.unet import UNet
@@ -52,12 +52,20 @@ class ConsistencyConfig:
     rho: Annotated[float, Positive] = 7.0
     p_mean: float = -1.1  # lognormal sampling of the noise level: ln sigma ~ N(p_mean, p_std^2)
     p_std: Annotated[float, Positive] = 2.0
+    # ict: training from scratch on adjacent Karras levels with a doubling curriculum (s0, s1, curriculum_steps);
+    # ect: consistency tuning of a diffusion model (fit --init an edm model), the teacher at r = t (1 - a(t) / q^(stage+1))
+    training: Literal["ict", "ect"] = "ict"
     s0: Annotated[int, Positive] = 10  # the curriculum's first and largest discretisation (N - 1)
     s1: Annotated[int, Positive] = 1280
     curriculum_steps: Annotated[int, Positive] | None = None  # K of the curriculum; None: the run's --steps
-    huber_c: Annotated[float, Positive] | None = None  # None: 0.00054 sqrt(C H W), as in the improved paper
+    ect_q: Annotated[float, Range(1, None, low_open=True)] = 256.0  # with a(t) = 1 + ect_k sigmoid(-ect_b t)
+    ect_k: Annotated[float, NonNegative] = 8.0
+    ect_b: Annotated[float, NonNegative] = 1.0
+    ect_stage_steps: Annotated[int, Positive] | None = None  # steps per stage (r moves closer to t); None: one stage
+    huber_c: Annotated[float, NonNegative] | None = None  # None: 0.00054 sqrt(C H W) (improved paper); 0: L2 (ECT)
     mid_sigma: Annotated[float, Positive] = 0.821  # the second noise level of the two-step sampler
     refine_sigma: Annotated[float, Positive] = 1.0  # the noise level refine adds before mapping back
+    optimizer: Literal["adam", "radam"] = "adam"
     lr: Annotated[float, Positive] = 1e-4
     beta1: Annotated[float, UnitOpen] = 0.9
     beta2: Annotated[float, UnitOpen] = 0.999
@@ -71,6 +79,9 @@ class ConsistencyConfig:
             raise ValueError(f"width must be a multiple of 4, got {self.width}")
         if not self.sigma_min < self.mid_sigma < self.sigma_max:
             raise ValueError(f"mid_sigma must lie between sigma_min and sigma_max, got {self.mid_sigma}")
+        if not self.sigma_min < self.refine_sigma <= self.sigma_max:
+            raise ValueError(f"refine_sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min:g}, "
+                             f"{self.sigma_max:g}], got {self.refine_sigma:g}")
         if self.s1 < self.s0:
             raise ValueError(f"s1 must be >= s0, got s0={self.s0}, s1={self.s1}")
 
@@ -98,6 +109,7 @@ class Consistency(genzoo.Method):
     capabilities = frozenset({"fit", "sample", "refine"})
     default_model = "consistency-mnist"
     paper = PAPER
+    init_from = ("edm",)  # consistency tuning starts from a diffusion model of the same network
     sample_options = {"steps": int}
     refine_options = {"sigma": float}
 
@@ -156,22 +168,41 @@ class Consistency(genzoo.Method):
     def training_step(self, batch):
         c = self.config
         x = batch["x"] * 2 - 1
-        total = c.curriculum_steps or self.fit_steps or 1
-        levels = curriculum(int(batch.get("step", 0)), total, c.s0, c.s1)
-        sigmas = karras_sigmas(levels, c.sigma_min, c.sigma_max, c.rho)
-        index = torch.multinomial(lognormal_weights(sigmas, c.p_mean, c.p_std), x.shape[0], replacement=True)
-        low, high = sigmas[index].float().to(x.device), sigmas[index + 1].float().to(x.device)
+        if c.training == "ect":
+            high, low, logged = self._ect_pair(x.shape[0], int(batch["step"]), x.device)
+        else:
+            high, low, logged = self._ict_pair(x.shape[0], int(batch["step"]), x.device)
         z = torch.randn_like(x)
+        boundary = (low <= c.sigma_min).view(-1, 1, 1, 1)  # f(y, sigma) = y at and below sigma_min
         with shared_randomness(x.device) as again:
             with torch.no_grad():  # the teacher: the same network, its output held fixed
-                target = self.denoise(x + low.view(-1, 1, 1, 1) * z, low)
+                teacher = self.denoise(x + low.view(-1, 1, 1, 1) * z, low.clamp_min(c.sigma_min))
             again()  # the student draws the teacher's dropout mask
             student = self.denoise(x + high.view(-1, 1, 1, 1) * z, high)
+        target = torch.where(boundary, x + low.view(-1, 1, 1, 1) * z, teacher)
         huber_c = c.huber_c if c.huber_c is not None else 0.00054 * math.sqrt(x[0].numel())
         distance = pseudo_huber(student.float(), target.float(), huber_c)
         loss = (distance / (high - low)).mean()
-        return {"loss": loss, "distance": distance.mean(), "levels": torch.tensor(float(levels))}
+        return {"loss": loss, "distance": distance.mean(), **logged}
+
+    def _ict_pair(self, n: int, step: int, device) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Adjacent levels of the curriculum's discretisation, drawn by their lognormal mass (improved CT)."""
+        c = self.config
+        levels = curriculum(step, c.curriculum_steps or self.fit_steps or 1, c.s0, c.s1)
+        sigmas = karras_sigmas(levels, c.sigma_min, c.sigma_max, c.rho)
+        index = torch.multinomial(lognormal_weights(sigmas, c.p_mean, c.p_std), n, replacement=True)
+        high, low = sigmas[index + 1].float().to(device), sigmas[index].float().to(device)
+        return high, low, {"levels": torch.tensor(float(levels))}
+
+    def _ect_pair(self, n: int, step: int, device) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """t lognormal; the teacher's r = t (1 - (1 + k sigmoid(-b t)) / q^(stage + 1)), at least 0 (ECT)."""
+        c = self.config
+        t = (torch.randn(n, device=device) * c.p_std + c.p_mean).exp().clamp(c.sigma_min * 1.0001, c.sigma_max)
+        stage = 0 if c.ect_stage_steps is None else step // c.ect_stage_steps
+        shrink = (1 + c.ect_k * torch.sigmoid(-c.ect_b * t)) / c.ect_q ** (stage + 1)
+        return t, (t * (1 - shrink)).clamp_min(0), {"stage": torch.tensor(float(stage))}
 
     def configure_optimizers(self):
         c = self.config
-        return torch.optim.Adam(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))
+        optimizer = torch.optim.RAdam if c.optimizer == "radam" else torch.optim.Adam
+        return optimizer(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))

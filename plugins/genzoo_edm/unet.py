@@ -19,7 +19,9 @@ def noise_embedding(c_noise: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 def group_norm(channels: int) -> nn.GroupNorm:
-    return nn.GroupNorm(min(8, channels // 4), channels)
+    """Group norm with at most 8 groups of at least 4 channels: the largest such count that divides ``channels``."""
+    groups = max(g for g in range(1, max(1, min(8, channels // 4)) + 1) if channels % g == 0)
+    return nn.GroupNorm(groups, channels)
 
 
 class ResBlock(nn.Module):
