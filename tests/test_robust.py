@@ -213,7 +213,7 @@ def test_eval_passes_refine_options_to_the_refiner(toy_site, tmp_path):
     assert ((loose - plain).flatten(1).norm(dim=1) > 0.05 + 1e-5).any()
     runner = CliRunner()
     lone = runner.invoke(cli, ["eval", str(gen), "-n", "4", "--refine-opt", "eps=1"])
-    assert lone.exit_code != 0 and "need --refine" in lone.output
+    assert lone.exit_code != 0 and "--refine" in lone.output
     wrong = runner.invoke(cli, ["eval", str(gen), "-n", "4", "--refine", str(refiner), "--refine-opt", "radius=1"])
     assert wrong.exit_code != 0 and "radius" in wrong.output
 
