@@ -7,11 +7,13 @@ provenance no paths of the training machine, ready to bundle in a package or to 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from .checkpoints import model_from_checkpoint
 from .configs import replace_config
+from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError
 from .loading import resolve
 from .provenance import portable_provenance, read_provenance
@@ -38,6 +40,7 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
         raise GenzooError(f"{dest} is a file; a model is exported to a directory: choose another path")
     if storage_dtype not in (None, *STORAGE_DTYPES):
         raise GenzooError(f"storage_dtype must be one of {', '.join(STORAGE_DTYPES)}, got {storage_dtype!r}")
+    check_destination(dest, folder=True)  # before any model is loaded
     if checkpoint is not None:
         model, provenance = model_from_checkpoint(run, checkpoint)
     else:
@@ -51,8 +54,15 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
     if set:
         model = with_config(model, set)
         provenance = {**(provenance or {}), "export_set": {key: getattr(model.config, key) for key in set}}
-    return save_pretrained(model, dest, storage_dtype=None if storage_dtype == "float32" else storage_dtype,
-                           provenance=provenance)
+    created = first_missing(Path(dest))
+    try:
+        with writing(dest):
+            return save_pretrained(model, dest, storage_dtype=None if storage_dtype == "float32" else storage_dtype,
+                                   provenance=provenance)
+    except GenzooError:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
 
 
 def with_config(model: Any, overrides: dict[str, Any]) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError
 
 FORMATS = ("grid", "npz", "png-dir")
@@ -177,7 +179,7 @@ def output_target(output: str | os.PathLike | None, fmt: str | None, default_ste
     if fmt != "png-dir" and path.is_dir():
         raise GenzooError(f"-o {path} is a folder; a {fmt} is one file: name a file ending in "
                           f"{'.png or .jpg' if fmt == 'grid' else '.npz'}")
-    return path, fmt
+    return check_destination(path, folder=fmt == "png-dir"), fmt
 
 
 def save_images(
@@ -189,26 +191,44 @@ def save_images(
     as_float: bool = False,
     nrow: int | None = None,
 ) -> Path:
-    """Write images as a grid PNG/JPEG, an .npz (key x, uint8 NCHW or float with ``as_float``; y) or a PNG folder."""
+    """Write images as a grid PNG/JPEG, an .npz (key x, uint8 NCHW or float with ``as_float``; y) or a PNG folder.
+
+    A refused write (permissions, a full disk) is one sentence naming ``out``, and leaves nothing behind:
+    no partial file, no PNGs of a half-written folder, no folder this call created.
+    """
     out, fmt = output_target(out, fmt, "samples")
-    if fmt == "grid":
-        return save_grid(images, out, nrow=nrow)
-    if fmt == "npz":
-        arrays = {"x": images.detach().cpu().float().clamp(0, 1).numpy() if as_float else to_uint8(images).numpy()}
-        if labels is not None:
-            arrays["y"] = labels.cpu().numpy().astype(np.int64)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".npz", dir=out.parent)
-        os.close(fd)
-        try:
-            np.savez_compressed(tmp, **arrays)
-            _publish(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    width = max(5, len(str(len(images))))
-    for i, image in enumerate(images):
-        save_png(image, out / f"{i:0{width}d}.png")
+    created = first_missing(out if fmt == "png-dir" else out.parent)
+    written: list[Path] = []
+    try:
+        with writing(out):
+            if fmt == "grid":
+                return save_grid(images, out, nrow=nrow)
+            if fmt == "npz":
+                return _save_npz(images, out, labels=labels, as_float=as_float)
+            out.mkdir(parents=True, exist_ok=True)
+            width = max(5, len(str(len(images))))
+            for i, image in enumerate(images):
+                written.append(save_png(image, out / f"{i:0{width}d}.png"))
+            return out
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _save_npz(images: torch.Tensor, out: Path, *, labels: torch.Tensor | None, as_float: bool) -> Path:
+    arrays = {"x": images.detach().cpu().float().clamp(0, 1).numpy() if as_float else to_uint8(images).numpy()}
+    if labels is not None:
+        arrays["y"] = labels.cpu().numpy().astype(np.int64)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".npz", dir=out.parent)
+    os.close(fd)
+    try:
+        np.savez_compressed(tmp, **arrays)
+        _publish(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return out

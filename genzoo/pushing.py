@@ -14,13 +14,14 @@ from typing import Any
 
 import torch
 
+from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError
 from .hub import MAIN, check_can_push, check_repo_id, commit_folder, is_commit
 from .images import save_grid
 from .loading import resolve
 from .modelcard import gather_facts, render_card
 from .plugins import find_model, get_host
-from .weights import CONFIG_FILE, WEIGHTS_FILE, load_model_dir, save_pretrained
+from .weights import CONFIG_FILE, WEIGHTS_FILE, check_finite, load_model_dir, save_pretrained
 
 CARD_FILE = "README.md"
 GRID_FILE = "samples.png"
@@ -75,11 +76,23 @@ def stage_push(
                           f"files of the push")
     repo_id = check_repo_id(repo_id)
     _check_branch(revision)
-    with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
-        staged = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
-        folder.mkdir(parents=True, exist_ok=True)
-        for path in sorted(staged.iterdir()):
-            shutil.copyfile(path, folder / path.name)
+    check_destination(folder, folder=True)  # before the model is loaded and its grid drawn
+    created = first_missing(folder.parent)
+    try:
+        with writing(folder):  # staged beside it on the same disk, then renamed: whole, or not at all
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+            try:
+                staged = _stage(model, staging, repo_id=repo_id, revision=revision, provenance=provenance)
+                if folder.exists():
+                    folder.rmdir()  # empty, as checked above
+                os.replace(staged, folder)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except GenzooError:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
     return folder
 
 
@@ -94,6 +107,8 @@ def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provena
     """Write the files of the commit into ``tmp/upload``: weights, config, card and sample grid."""
     entry = None
     if isinstance(model, torch.nn.Module):
+        check_finite(model.state_dict(), f"model {getattr(model, 'name', type(model).__name__)}",
+                     parameters={name for name, _ in model.named_parameters()})
         source = save_pretrained(model, tmp / "model", provenance=provenance)
         loaded = model
     else:

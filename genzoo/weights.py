@@ -191,7 +191,8 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
     check_tensors(weights_path, expected_state(cls, config), storage)  # before a single parameter is allocated
     with torch.random.fork_rng(devices=[]):  # the random init is overwritten: loading leaves the global RNG alone
         model = cls(config)
-    tensors = read_checked(weights_path, model.state_dict(), storage)
+    tensors = read_checked(weights_path, model.state_dict(), storage,
+                           parameters={name for name, _ in model.named_parameters()})
     model.load_state_dict(tensors, strict=True)
     model.eval()
     if device is not None:
@@ -234,15 +235,38 @@ def check_tensors(path: Path, expected: dict[str, torch.Tensor], storage_dtype: 
             raise WeightsError(f"{path}: tensor {key!r} has dtype {dtype}, the method needs {want.dtype}")
 
 
-def read_checked(path: Path, expected: dict[str, torch.Tensor], storage_dtype: str | None) -> dict[str, torch.Tensor]:
-    """All tensors of ``path``, after checking names, shapes and dtypes against ``expected``."""
+def read_checked(path: Path, expected: dict[str, torch.Tensor], storage_dtype: str | None, *,
+                 parameters: set[str] | None = None) -> dict[str, torch.Tensor]:
+    """All tensors of ``path``, after checking names, shapes and dtypes against ``expected``, and their values
+    finite (see :func:`check_finite`; ``parameters`` names the trained tensors, None: not known)."""
     check_tensors(path, expected, storage_dtype)
     try:
         with safe_open(str(path), framework="pt") as fh:
             tensors = {key: fh.get_tensor(key) for key in fh.keys()}
     except Exception as exc:  # safetensors raises its own error types for corrupt files
         raise WeightsError(f"{path} is truncated or corrupt ({exc}); the model file is corrupt") from None
+    check_finite(tensors, str(path), parameters=parameters)
     return {key: t.to(expected[key].dtype) for key, t in tensors.items()}
+
+
+def check_finite(tensors: dict[str, torch.Tensor], where: str, *, parameters: set[str] | None = None) -> None:
+    """Refuse weights holding NaN or inf, naming the first such tensor: they would make silent garbage (black images).
+
+    A parameter (a name in ``parameters``) must be finite everywhere. Another tensor, a buffer, may be NaN as a
+    whole: that is how a method marks a statistic not computed yet (it is computed before use); NaN in part of
+    it, or inf anywhere, is damage. With ``parameters`` None, every tensor is read as a buffer.
+    """
+    for key in sorted(tensors):
+        tensor = tensors[key]
+        if not tensor.is_floating_point() or bool(torch.isfinite(tensor).all()):
+            continue
+        unset = tensor.numel() > 0 and bool(torch.isnan(tensor).all())
+        if not unset or (parameters is not None and key in parameters):
+            bad = int((~torch.isfinite(tensor)).sum())
+            kinds = " and ".join(kind for kind, present in (("NaN", bool(torch.isnan(tensor).any())),
+                                                            ("inf", bool(torch.isinf(tensor).any()))) if present)
+            raise WeightsError(f"{where}: tensor {key!r} holds {kinds} ({bad:,} of {tensor.numel():,} values); the "
+                               f"weights are damaged: export them again from a good checkpoint, or download them again")
 
 
 def _short(names: list[str], limit: int = 5) -> str:

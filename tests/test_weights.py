@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -120,3 +121,52 @@ def test_save_is_atomic_and_leaves_no_staging_files(toy_site, tmp_path):
     genzoo.save_pretrained(_toy(), tmp_path / "out" / "m")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["m"]
     assert sorted(p.name for p in (tmp_path / "out" / "m").iterdir()) == ["config.json", "model.safetensors"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_weights_holding_nan_or_inf_are_refused_by_every_verb_naming_the_tensor(toy_model_dir, tmp_path, bad):
+    from click.testing import CliRunner
+
+    from genzoo.cli import cli
+
+    name = sorted(name for name, _ in genzoo.load(toy_model_dir).named_parameters())[0]
+    _edit_weights(toy_model_dir, lambda tensors: tensors[name].view(-1).__setitem__(0, bad))
+    kind = "NaN" if bad != bad else "inf"
+    images = tmp_path / "images.npz"
+    np.savez(images, x=np.zeros((2, 8, 8), dtype=np.uint8))
+    d = str(toy_model_dir)
+    commands = {"sample": ["sample", d, "-n", "2", "-o", str(tmp_path / "s.png")],
+                "refine": ["refine", d, "--input", str(images), "-o", str(tmp_path / "r.png")],
+                "eval": ["eval", d, "-n", "16", "--ref", f"npz:{images}", "--metrics", "fid"],
+                "export": ["export", d, str(tmp_path / "exported")],
+                "push": ["push", d, "org/nan", "--dry-run", str(tmp_path / "staged")]}
+    for verb, args in commands.items():
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1, (verb, result.output)
+        assert f"tensor {name!r} holds {kind} (1 of" in result.output and len(result.output.splitlines()) == 1, verb
+    assert not any((tmp_path / p).exists() for p in ("s.png", "r.png", "exported", "staged"))
+    with pytest.raises(genzoo.WeightsError, match=f"tensor {name!r} holds {kind}"):
+        genzoo.load(toy_model_dir)
+
+
+def test_a_method_object_holding_nan_is_not_pushed(toy_site, tmp_path):
+    from genzoo.pushing import stage_push
+
+    model = _toy()
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] = float("nan")
+    with pytest.raises(genzoo.WeightsError, match="holds NaN"):
+        stage_push(model, tmp_path / "staged")
+    assert not (tmp_path / "staged").exists()
+
+
+def test_a_buffer_left_unset_as_nan_loads_but_a_partly_nan_one_does_not(toy_model_dir):
+    from genzoo.weights import check_finite
+
+    check_finite({"margin": torch.tensor(float("nan"))}, "m")  # a statistic not computed yet
+    with pytest.raises(genzoo.WeightsError, match="tensor 'stats' holds NaN \\(1 of 2 values\\)"):
+        check_finite({"stats": torch.tensor([1.0, float("nan")])}, "m")
+    with pytest.raises(genzoo.WeightsError, match="tensor 'scale' holds NaN"):
+        check_finite({"scale": torch.tensor(float("nan"))}, "m", parameters={"scale"})
+    with pytest.raises(genzoo.WeightsError, match="tensor 'stats' holds inf"):
+        check_finite({"stats": torch.tensor([float("inf")])}, "m")
