@@ -50,6 +50,8 @@ class Range:
             return "positive"
         if self.low == 0 and not self.low_open and self.high is None:
             return "zero or more"
+        if self.low is not None and self.high is None:
+            return f"{'above' if self.low_open else 'at least'} {self.low:g}"
         left = "(" if self.low_open else "["
         right = ")" if self.high_open else "]"
         low = "-inf" if self.low is None else f"{self.low:g}"

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import torch
 
-from .configs import option
-from .errors import ArgumentError
+from .configs import coerce_value, option
+from .errors import ArgumentError, GenzooError
 from .method import BATCH_SIZE, INFERENCE_PRECISION
 from .precision import PRECISIONS
 
@@ -87,6 +87,40 @@ def generate(
     return images, labels
 
 
-def check_refine(refiner, steps: int | None, options: dict[str, Any]) -> None:
-    """Refuse refine settings ``refiner`` does not take, before any image is made (it refines an empty batch)."""
-    refiner.refine(torch.empty(0, *refiner.image_shape), steps=steps, **options)
+def check_refine(refiner, steps: int | None, options: dict[str, Any], argument: str = "refine_options") -> None:
+    """Refuse refine settings ``refiner`` does not take, before any image is made (it refines an empty batch).
+
+    A refused option is an :class:`ArgumentError` of ``argument`` (the keyword or the CLI flag's option).
+    """
+    try:
+        refiner.refine(torch.empty(0, *refiner.image_shape), steps=steps, **options)
+    except ArgumentError:
+        raise
+    except GenzooError as exc:
+        if not options:
+            raise
+        raise ArgumentError(argument, "{arg}: " + _literal(str(exc))) from None
+
+
+def typed_options(values: dict[str, Any], declared: dict[str, Any], argument: str, owner: str) -> dict[str, Any]:
+    """``{key: value}`` typed and range-checked by what a method declares (``sample_options``/``refine_options``).
+
+    A key it does not declare, a value of the wrong type or outside its range is an :class:`ArgumentError`
+    of ``argument`` ("sample_options" from Python; the CLI names the flag the user typed, ``--opt``).
+    """
+    typed = {}
+    for key, value in values.items():
+        if key not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ArgumentError(argument, f"{{arg}} {_literal(key)}: {_literal(owner)} has no option {_literal(key)!r}; "
+                                          f"its options: {known}")
+        try:
+            typed[key] = coerce_value(value, declared[key], "\0")
+        except GenzooError as exc:
+            raise ArgumentError(argument, _literal(str(exc)).replace("\0", f"{{arg}} {_literal(key)}")) from None
+    return typed
+
+
+def _literal(text: str) -> str:
+    """``text`` with its braces doubled, for the message template of an :class:`ArgumentError`."""
+    return text.replace("{", "{{").replace("}", "}}")

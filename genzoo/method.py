@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import typing
 from typing import Any, ClassVar, Iterable, Iterator, Sequence, TypeVar
 
 import torch
 from torch import nn
 
-from .configs import build_config, config_to_dict
+from .configs import Range, build_config, coerce_value, config_to_dict
 from .errors import GenzooError, UnsupportedVerb
 from .precision import autocast, check_precision, resolve_precision, timed
 from .progress import progress_bar
@@ -42,8 +43,9 @@ class Method(nn.Module):
       default_model         the registry model that ``genzoo sample <name>`` loads (or None)
       paper                 BibTeX of the paper the method implements
       needs_data            False for methods that train without a dataset
-      sample_options        {keyword: type} extra keyword arguments of sample (CLI ``--opt``)
-      refine_options        the same for refine
+      sample_options        {keyword: type} extra keyword arguments of sample (CLI ``--opt``); a type may carry
+                            a range, ``Annotated[float, Positive]`` (:mod:`genzoo.configs`), checked on every call
+      refine_options        the same for refine (CLI ``--opt`` of refine, ``--refine-opt`` of sample and eval)
 
       ema_modules           submodules whose weights the EMA averages (None: all; e.g. ("generator",))
       init_from             other methods whose models ``fit --init`` may start from (same network)
@@ -349,11 +351,15 @@ class Method(nn.Module):
             )
         return labels
 
-    def _check_options(self, options: dict[str, Any], declared: dict[str, type], verb: str) -> None:
+    def _check_options(self, options: dict[str, Any], declared: dict[str, Any], verb: str) -> None:
+        """Refuse an option the method does not declare, or a value of the wrong type or outside its declared range."""
         unknown = sorted(set(options) - set(declared))
         if unknown:
             known = ", ".join(sorted(declared)) or "none"
             raise GenzooError(f"{self.name} {verb} has no option(s) {unknown}; its options: {known}")
+        for key, value in options.items():
+            if value is not None:
+                coerce_value(value, declared[key], f"{self.name} {verb} option {key}")
 
     def _precision(self, requested: str, device: torch.device, verb: str, work) -> str:
         """The precision to run a verb in; for ``auto`` on a native-bf16 CPU, one batch is timed both ways."""
@@ -402,10 +408,12 @@ def _check_batch_size(batch_size: int) -> None:
 
 
 def _check_options_declaration(cls: type, attr: str, hook: str) -> None:
-    """``sample_options``/``refine_options``: a dict of keyword -> type, each a keyword of the hook."""
+    """``sample_options``/``refine_options``: a dict of keyword -> type (or ``Annotated[type, Range]``), each a
+    keyword of the hook."""
     declared = getattr(cls, attr)
-    if not isinstance(declared, dict) or not all(isinstance(k, str) and isinstance(t, type) for k, t in declared.items()):
-        raise GenzooError(f"method {cls.name!r}: {attr} must map option names to types, e.g. {{'temperature': float}}")
+    if not isinstance(declared, dict) or not all(isinstance(k, str) and _is_option_type(t) for k, t in declared.items()):
+        raise GenzooError(f"method {cls.name!r}: {attr} must map option names to types, e.g. {{'temperature': float}} "
+                          f"or {{'temperature': Annotated[float, Positive]}}")
     if not declared:
         return
     parameters = inspect.signature(getattr(cls, hook)).parameters
@@ -414,6 +422,14 @@ def _check_options_declaration(cls: type, attr: str, hook: str) -> None:
     missing = sorted(set(declared) - set(parameters))
     if missing:
         raise GenzooError(f"method {cls.name!r} declares {attr} {missing} that {hook}() does not accept as keywords")
+
+
+def _is_option_type(hint: Any) -> bool:
+    """A plain type, or ``Annotated[type, Range, ...]`` (the ranges are checked on every call)."""
+    if typing.get_origin(hint) is typing.Annotated:
+        base, *rules = typing.get_args(hint)
+        return isinstance(base, type) and all(isinstance(rule, Range) for rule in rules)
+    return isinstance(hint, type)
 
 
 def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[tuple[int, int]]:

@@ -153,7 +153,7 @@ def render_card(facts: CardFacts, *, repo_id: str, revision: str | None = None, 
     meta = yaml.safe_dump(card_metadata(facts), sort_keys=False, allow_unicode=True, width=1000)
     parts = [f"---\n{meta}---\n", f"# {repo_id}\n"]
     intro = facts.summary.rstrip(".") + ". " if facts.summary else ""
-    parts.append(f"{intro}Weights of the `{facts.method}` method for [genzoo](https://pypi.org/project/genzoo/), "
+    parts.append(f"{intro}Weights of the `{facts.method}` method for genzoo, "
                  f"a zoo of generative methods behind one interface." + (
                      f" It is the zoo model `{facts.model_name}`." if facts.model_name else "") + "\n")
     if facts.status:
@@ -185,9 +185,16 @@ def parse_card(text: str) -> tuple[dict[str, Any], str]:
 # -- sections -----------------------------------------------------------------------------------------
 
 
+INSTALL_TEXT = ("genzoo is not on a package index: clone its repository and install it from the clone, "
+                "`pip install torch torchvision` first and then `pip install -e .` inside the clone.")
+
+
 def _usage(facts: CardFacts, ref: str) -> str:
-    install = "pip install genzoo" + (f" {facts.plugin}" if facts.plugin and facts.plugin != "genzoo" else "")
-    lines = ["## Usage", "", "```bash", install]
+    lines = ["## Usage", "", INSTALL_TEXT, ""]
+    if facts.plugin and facts.plugin != "genzoo":
+        lines += [f"The `{facts.method}` method comes from the plugin `{facts.plugin}`: install it into the same "
+                  f"environment as its author describes (`genzoo plugins` lists what is loaded).", ""]
+    lines += ["```bash"]
     if "sample" in facts.capabilities:
         lines.append(f"genzoo sample {ref} -n 64 --seed 0 -o samples.png")
     if "refine" in facts.capabilities:

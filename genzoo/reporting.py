@@ -14,9 +14,23 @@ from typing import Any, Iterable
 
 from .registry import RANKED_METRICS, Metric, ModelEntry, ReferenceSet, reference_set, reference_sets
 
-LABELS = {"fid": "FID", "kid": "KID (raw)", "swd": "SWD", "class_entropy": "class entropy",
+LABELS = {"fid": "FID", "kid": "KID", "swd": "SWD", "class_entropy": "class entropy",
           "images_per_second": "images/s"}
 WIDTH = 100  # of `genzoo info`'s text
+# What each distance is, and its factor: written once, in docs/models.md (tools/gen_models_md.py); every page
+# prints the figures as format_value writes them, so a figure reads the same everywhere.
+UNITS = {
+    "fid": "the Frechet distance between the feature distributions of the images and of the reference split, in "
+           "the feature network named beside it, as computed (no factor).",
+    "kid": "the kernel distance: the raw unbiased estimate of the squared maximum mean discrepancy (cubic polynomial "
+           "kernel) in the same features, as computed, with no factor (papers often print KID x1e3; genzoo does "
+           "not). Being unbiased, it can fall below 0 when two sets are very close.",
+    "swd": "the sliced Wasserstein distance between 7x7 pixel patches of each Laplacian-pyramid level, averaged "
+           "over the levels and printed x1e3, as Karras et al. print it; no feature network is involved.",
+}
+PLACE_NOTE = ('"between A (a) and B (b)": the figure lies between those of reference rows A and B (real images, or '
+              'real images degraded, scored the same way); lower is closer to the reference images.')
+NEGATIVE_NOTE = "a KID below 0 is no error: the estimate is unbiased, so it can fall below 0 when two sets are this close"
 
 
 def format_value(metric: str, value: float) -> str:
@@ -131,26 +145,84 @@ def info_metric_lines(metrics: list[Metric], *, reference_rows: bool) -> list[st
             lines.append(f"  reference rows ({references.n:,} images each, the same features and reference):")
             for name in _ranked_names(ranked):
                 lines += wrap(f"{LABELS[name]}: {reference_row_text(references, name)}", indent="    ")
+            if has_negative_kid(references):
+                lines += wrap(f"({NEGATIVE_NOTE})", indent="    ")
+    if any(m.metric in RANKED_METRICS for m in metrics):
+        lines += wrap(PLACE_NOTE, indent="  ")
     return lines
+
+
+def has_negative_kid(references: ReferenceSet) -> bool:
+    return any(row.values.get("kid", 0) < 0 for row in references.rows)
 
 
 # -- genzoo eval ---------------------------------------------------------------------------------------------
 
 
 def eval_lines(report: dict[str, Any], *, several: bool) -> list[str]:
-    """One evaluation report as `genzoo eval` prints it (KID times 1e3: the raw estimate is tiny)."""
-    applied = f" (apply {report['apply']})" if several else ""
-    lines = [f"{report['source']}{applied}: {report['n']} images vs {report['reference']['spec']} "
-             f"({report['reference']['n']}), features {report['features']['name']}"]
+    """One evaluation report as `genzoo eval` prints it: every figure as :func:`format_value` writes it everywhere
+    (KID the raw estimate, SWD x1e3), the refiner and its options in the header, and a note when the catalogue's
+    figure for the same model was measured on another n or reference."""
+    lines = [eval_header(report, several=several)]
     for key, value in report["metrics"].items():
-        if key == "kid":
-            value = {**value, "mean": value["mean"] * 1e3, "std": value["std"] * 1e3}
-            key = "kid_x1e3"
-        if isinstance(value, dict):
-            lines.append(f"  {key}: " + ", ".join(f"{k}={_result(v)}" for k, v in value.items()))
+        lines.append(f"  {key}: {_eval_value(key, value)}")
+    return lines + [f"  note: {note}" for note in catalogue_notes(report)]
+
+
+def eval_header(report: dict[str, Any], *, several: bool) -> str:
+    """"ign (apply 2) refined by robust-mnist (eps=2.0): 500 images vs mnist:test (500), features features-mnist"."""
+    what = report["source"] + (f" (apply {report['apply']})" if several else "")
+    if report.get("sample_options"):
+        what += " with " + _options_text(report["sample_options"])
+    if report.get("refine"):
+        settings = dict(report.get("refine_options") or {})
+        if report.get("refine_steps") is not None:
+            settings["steps"] = report["refine_steps"]
+        what += f" refined by {report['refine']}" + (f" ({_options_text(settings)})" if settings else "")
+    return (f"{what}: {report['n']:,} images vs {report['reference']['spec']} ({report['reference']['n']:,}), "
+            f"features {report['features']['name']}")
+
+
+def _options_text(options: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in options.items())
+
+
+def _eval_value(key: str, value: Any) -> str:
+    if key == "kid" and isinstance(value, dict):
+        text = (f"{format_value('kid', value['mean'])} (std {format_value('kid', value['std'])}; "
+                f"{value['subsets']} subsets of {value['subset_size']:,} images")
+        if value.get("default_subset_size"):
+            text += f", all of the smaller set: fewer than the default {value['default_subset_size']:,}"
+        return text + ")"
+    if key in RANKED_METRICS and isinstance(value, (int, float)):
+        return format_value(key, value)
+    if key == "swd_per_level" and isinstance(value, dict):
+        return ", ".join(f"{level}={format_value('swd', v)}" for level, v in value.items())
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_result(v)}" for k, v in value.items())
+    return _result(value)
+
+
+def catalogue_notes(report: dict[str, Any]) -> list[str]:
+    """For each catalogue figure of the same model: the same n and reference (comparable), or which differ."""
+    notes = []
+    measured = report["metrics"]
+    for figure in report.get("catalogue") or []:
+        name = figure["metric"]
+        if name not in measured:
+            continue
+        label = LABELS.get(name, name)
+        theirs = f"the catalogue's {label} of {figure['model']}, {format_value(name, figure['value'])}"
+        differs = [part for part, same in (
+            (f"{figure['n']:,} images, not {report['n']:,}", figure["n"] == report["n"]),
+            (f"against {figure['reference']}, not {report['reference']['spec']}",
+             not figure["reference"] or figure["reference"] == report["reference"]["spec"])) if not same]
+        if differs:
+            notes.append(f"{theirs}, was measured on {' and '.join(differs)}: not comparable with this one "
+                         f"({'a distance grows as n shrinks' if figure['n'] != report['n'] else 'another reference'})")
         else:
-            lines.append(f"  {key}: {_result(value)}")
-    return lines
+            notes.append(f"{theirs}, was measured on the same n and reference")
+    return notes
 
 
 def _result(value: Any) -> str:
@@ -183,6 +255,11 @@ def card_evaluation(metrics: list[Metric], evaluation: str) -> str:
                       + " | ".join(format_value(n, row.values[n]) if n in row.values else "" for n in names) + " |"
                       for row in references.rows]
             lines.append("")
+            if "kid" in names and has_negative_kid(references):
+                lines += [f"{NEGATIVE_NOTE[0].upper()}{NEGATIVE_NOTE[1:]}.", ""]
+    if any(m.metric in RANKED_METRICS for m in metrics):
+        lines += [f"Where a figure falls, {PLACE_NOTE} Units: " + " ".join(
+            f"{LABELS[name]} is {UNITS[name]}" for name in _ranked_names(metrics)), ""]
     lines += [f"How they were measured: {' '.join(evaluation.split()) or 'not stated'}.".replace("..", "."), ""]
     return "\n".join(lines)
 

@@ -210,20 +210,22 @@ def test_eval_checks_its_arguments_before_generating(toy_site, toy_npz, toy_mode
     toy = genzoo.get_host().method("toy")
     monkeypatch.setattr(toy, "sample_batch", lambda self, *a, **k: calls.append(1))
     with pytest.raises(genzoo.ArgumentError, match="kid_subset_size=1000"):
-        genzoo.evaluate(str(toy_model_dir), n=50, ref=f"npz:{toy_npz}", features="toy-features", progress=False)
-    line = one_error(run("eval", toy_model_dir, "-n", "50", "--ref", f"npz:{toy_npz}", "--features", "toy-features"),
-                     "--kid-subset-size=1000")
+        genzoo.evaluate(str(toy_model_dir), n=50, ref=f"npz:{toy_npz}", features="toy-features", progress=False,
+                        kid_subset_size=1000)
+    line = one_error(run("eval", toy_model_dir, "-n", "50", "--ref", f"npz:{toy_npz}", "--features", "toy-features",
+                         "--kid-subset-size", "1000"), "--kid-subset-size=1000")
     assert "kid_subset_size" not in line
     one_error(run("eval", toy_model_dir, "-n", "50", "--ref", f"npz:{toy_npz}", "--features", "toy-features",
                   "--metrics", "fid,precision", "--k", "60"), "--k")
     assert calls == []
 
 
-def test_eval_prints_kid_with_its_scale(toy_site, toy_npz):
+def test_eval_prints_kid_on_the_catalogue_s_scale(toy_site, toy_npz):
     result = run("eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features", "toy-features",
                  "--metrics", "kid", "--kid-subset-size", "32", "--kid-subsets", "5")
     assert result.exit_code == 0, result.output
-    assert "kid_x1e3: mean=" in result.output
+    assert "  kid: " in result.output and "(std " in result.output and "5 subsets of 32 images" in result.output
+    assert "x1e3" not in result.output
 
 
 def test_a_missing_data_root_leaves_no_folders_behind(tmp_path, monkeypatch):
@@ -321,3 +323,84 @@ def test_written_images_get_the_usual_file_permissions(tmp_path):
         os.umask(mask)
     for path in (png, npz):
         assert path.stat().st_mode & 0o777 == 0o644
+
+
+# -- where output goes: refused in one sentence naming the path, before the work, nothing half-written -----------
+
+OUTPUT_COMMANDS = {  # each writes DEST; {model} is a small bundled model
+    "sample -o": ["sample", "ign", "-n", "4", "-o", "{dest}/grid.png"],
+    "sample --format png-dir": ["sample", "ign", "-n", "4", "--format", "png-dir", "-o", "{dest}/pngs"],
+    "export DEST": ["export", "ign-mnist", "{dest}/model"],
+    "push --dry-run": ["push", "ign-mnist", "org/name", "--dry-run", "{dest}/staged"],
+}
+
+
+def _command(template, dest):
+    return [part.format(dest=dest) for part in template]
+
+
+@pytest.mark.parametrize("verb", OUTPUT_COMMANDS)
+def test_an_output_under_a_file_is_refused_before_any_work(tmp_path, verb, monkeypatch):
+    import genzoo.loading
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    loaded = []
+    monkeypatch.setattr(genzoo.loading, "load_model_dir", lambda *a, **k: loaded.append(1))
+    line = one_error(run(*_command(OUTPUT_COMMANDS[verb], blocker / "new")), f"cannot write {blocker}/new/",
+                     f"{blocker} is a file, not a folder")
+    assert loaded == [] and "Traceback" not in line
+    assert files_under(tmp_path) == [blocker.relative_to(tmp_path)]
+
+
+@pytest.mark.parametrize("verb", OUTPUT_COMMANDS)
+def test_a_full_disk_is_one_sentence_naming_the_path_and_leaves_nothing(tmp_path, verb, monkeypatch):
+    import errno
+    import shutil
+
+    import genzoo.weights
+    from PIL import Image
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "some-temporary-name"))
+
+    monkeypatch.setattr(Image.Image, "save", full)
+    monkeypatch.setattr(genzoo.weights, "write_tensors", full)
+    monkeypatch.setattr(shutil, "copyfile", full)
+    dest = tmp_path / "out"
+    one_error(run(*_command(OUTPUT_COMMANDS[verb], dest)), f"cannot write {dest}/", "(no space left on the device)",
+              "nothing was written there")
+    assert files_under(tmp_path) == []
+
+
+def test_a_read_only_folder_and_a_missing_parent_in_it_are_refused_for_a_user_without_override(tmp_path):
+    """Root ignores permission bits; setpriv drops that power (CAP_DAC_OVERRIDE) for one process, which runs
+    every output verb against a read-only folder and a missing folder inside it."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed; the tests of an output under a file cover the refusal")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    cases = [_command(template, where) for template in OUTPUT_COMMANDS.values()
+             for where in (locked, locked / "missing" / "deeper")]
+    script = ("import json, sys\nfrom click.testing import CliRunner\nfrom genzoo.cli import cli\n"
+              "print(json.dumps([[r.exit_code, r.output] for r in (CliRunner().invoke(cli, c) "
+              "for c in json.loads(sys.argv[1]))]))")
+    os.chmod(locked, 0o555)
+    try:
+        done = subprocess.run(["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps",
+                               "-dac_override,-dac_read_search", "--", sys.executable, "-c", script, json.dumps(cases)],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        os.chmod(locked, 0o755)
+    if done.returncode != 0 and "setpriv" in done.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {done.stderr.strip()[:200]}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    for case, (code, output) in zip(cases, json.loads(done.stdout.splitlines()[-1])):
+        errors = [line for line in output.splitlines() if line.startswith("Error:")]
+        assert code == 1 and len(errors) == 1 and "Traceback" not in output, (case, output)
+        assert f"{locked} is not writable (permission denied)" in errors[0], (case, errors[0])
+    assert list(locked.iterdir()) == []

@@ -34,7 +34,7 @@ def test_info_of_ign_cifar10_fits_a_screen_and_says_status_scale_and_how_to_repr
     assert len(lines) <= 40 and max(map(len, lines)) <= 110
     assert "status: experimental." in text and "class entropy 0.841 (bar 0.9" in " ".join(text.split())
     assert "FID 677.7: between noise 0.1 (474.5) and blur (809.7)" in text
-    assert "KID (raw) 145:" in text
+    assert "KID 145: between" in text and '"between A (a) and B (b)": the figure lies between' in text
     reproduce = text.split("reproduce")[1]
     assert "genzoo fit ign --dataset cifar10 --data-root DIR" in reproduce
     assert "genzoo export runs/ign-cifar10" in reproduce and "benchmarks/" not in reproduce

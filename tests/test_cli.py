@@ -162,5 +162,58 @@ def test_an_unknown_refine_option_is_refused_by_the_refiner_before_any_sample(ru
     monkeypatch.setattr(toy, "sample_batch", lambda self, *a, **k: drawn.append(1))
     result = runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "2", "--refine", str(toy_model_dir),
                                  "--refine-opt", "heat=1"])
-    assert result.exit_code == 1 and "toy refine has no option(s) ['heat']; its options:" in result.output
+    assert result.exit_code == 1 and "--refine-opt heat: toy refine has no option 'heat'; its options:" in result.output
     assert drawn == []
+
+
+def test_refine_options_are_range_checked_naming_the_flag_the_user_typed(runner, tmp_path):
+    out = str(tmp_path / "s.png")
+    typed = runner.invoke(cli, ["sample", "ign", "-n", "2", "--refine", "robust-mnist", "--refine-opt", "eps=abc",
+                                "-o", out])
+    assert typed.exit_code == 1 and "Error: --refine-opt eps must be a number, got 'abc'" in typed.output
+    negative = runner.invoke(cli, ["sample", "ign", "-n", "2", "--refine", "robust-mnist", "--refine-opt", "eps=-1",
+                                   "-o", out])
+    assert negative.exit_code == 1 and "Error: --refine-opt eps must be zero or more, got -1.0" in negative.output
+    refine = runner.invoke(cli, ["refine", "robust-mnist", "--input", "nothing.npz", "--opt", "step_size=0"])
+    assert refine.exit_code == 1 and "Error: --opt step_size must be positive, got 0.0" in refine.output
+    assert not (tmp_path / "s.png").exists()
+    with pytest.raises(genzoo.GenzooError, match="robust refine option eps must be zero or more, got -1"):
+        genzoo.load("robust-mnist").refine(torch.zeros(1, 1, 28, 28), eps=-1.0)
+
+
+def test_a_method_declares_option_ranges_with_annotated_types():
+    from typing import Annotated
+
+    from genzoo.configs import Positive, Range
+
+    class Ranged(genzoo.Method):
+        name = "ranged"
+        Config = genzoo.get_host().method("ign").Config
+        capabilities = frozenset({"sample"})
+        sample_options = {"temperature": Annotated[float, Positive], "steps": Annotated[int, Range(1, 8)]}
+
+        def sample_batch(self, noise, labels, temperature: float = 1.0, steps: int = 1):
+            return torch.zeros(len(noise), *self.image_shape)
+
+    Ranged.check_declaration()
+    with pytest.raises(genzoo.GenzooError, match="ranged sample option steps must be in \\[1, 8\\], got 9"):
+        Ranged().sample(1, steps=9)
+
+    class Unruly(Ranged):
+        sample_options = {"temperature": Annotated[float, "hot"]}
+
+    with pytest.raises(genzoo.GenzooError, match="must map option names to types"):
+        Unruly.check_declaration()
+
+
+def test_the_emulated_bf16_warning_is_one_clean_line_on_stderr(tmp_path, monkeypatch):
+    import genzoo.precision as precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
+    precision._warned.clear()
+    result = CliRunner().invoke(cli, ["sample", "ign", "-n", "2", "--precision", "bf16", "--device", "cpu",
+                                      "-o", str(tmp_path / "s.png")])
+    assert result.exit_code == 0, result.output
+    warning = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(warning) == 1 and warning[0].startswith("Warning: bf16 is emulated on this CPU"), result.stderr
+    assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr

@@ -37,14 +37,26 @@ def test_image_folder_with_class_subfolders(tmp_path):
     assert data.images.shape == (4, 1, 6, 6) and data.labels.tolist() == [0, 0, 1, 1]
 
 
-def test_missing_mnist_offline_names_the_folder_in_full_the_files_the_reason_and_the_flag(tmp_path, monkeypatch):
+def test_missing_mnist_offline_names_the_folder_in_full_the_files_the_reason_and_the_keyword(tmp_path, monkeypatch):
     monkeypatch.setenv("GENZOO_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(GenzooError) as error:
         load_dataset("mnist", "relative/root")
     message = str(error.value)
     assert f"MNIST is not under {tmp_path.resolve() / 'relative' / 'root'} (looked for MNIST/raw" in message
-    assert "(offline: GENZOO_OFFLINE=1)" in message and "--data-root" in message
+    assert "(offline: GENZOO_OFFLINE=1)" in message and "pass data_root" in message and "--data-root" not in message
+
+
+def test_missing_mnist_for_the_test_split_names_the_test_files_and_the_flag(tmp_path):
+    from click.testing import CliRunner
+
+    from genzoo.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", "ign", "-n", "16", "--data-root", str(tmp_path), "--no-progress"],
+                                env={"GENZOO_OFFLINE": "1"})
+    assert result.exit_code == 1 and result.output.startswith("Error: MNIST is not under"), result.output
+    assert "t10k-images-idx3-ubyte" in result.output and "train-images" not in result.output
+    assert "pass --data-root" in result.output and len(result.output.splitlines()) == 1
 
 
 def test_a_failed_download_says_why_after_torchvision_s_header():
@@ -53,8 +65,7 @@ def test_a_failed_download_says_why_after_torchvision_s_header():
 
     header_only = RuntimeError("Error downloading train-images-idx3-ubyte.gz:\nTried https://a.example/, got:\n"
                                "<urlopen error [Errno -3] Temporary failure in name resolution>\n")
-    assert download_failure(header_only) == ("Error downloading train-images-idx3-ubyte.gz: <urlopen error [Errno -3] "
-                                             "Temporary failure in name resolution>")
+    assert download_failure(header_only) == "<urlopen error [Errno -3] Temporary failure in name resolution>"
     assert download_failure(RuntimeError("")) == "RuntimeError"
     assert download_failure(OSError("disk full")) == "disk full"
 

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 import genzoo
 from genzoo.cli import cli
 from genzoo.metrics import class_statistics, fid, kid, max_ssim, precision_recall
+from genzoo.reporting import eval_lines
 
 
 def _scipy_fid(a, b):
@@ -104,8 +105,8 @@ def test_eval_errors_are_one_clear_sentence(toy_site, toy_npz, tmp_path):
                               "toy-features", "--metrics", "fid,sharpness"])
     assert bad.exit_code == 1 and "unknown metric(s) ['sharpness']" in bad.output
     few = runner.invoke(cli, ["eval", f"npz:{toy_npz}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
-                              "toy-features", "--metrics", "kid"])
-    assert few.exit_code == 1 and "subsets of --kid-subset-size=1000 images" in few.output
+                              "toy-features", "--metrics", "kid", "--kid-subset-size", "100"])
+    assert few.exit_code == 1 and "subsets of --kid-subset-size=100 images" in few.output
     big = tmp_path / "big.npz"
     np.savez(big, x=np.zeros((64, 16, 16), dtype=np.uint8))
     shape = runner.invoke(cli, ["eval", f"npz:{big}", "-n", "64", "--ref", f"npz:{toy_npz}", "--features",
@@ -139,3 +140,66 @@ def test_eval_apply_several_k_gives_one_report_each_equal_to_single_runs(toy_mod
     assert isinstance(genzoo.evaluate(str(toy_model_dir), apply=(2,), **common), list)
     bad = CliRunner().invoke(cli, ["eval", str(toy_model_dir), "--apply", "1,x", "--ref", common["ref"]])
     assert bad.exit_code == 2 and "comma list of integers" in bad.output
+
+
+def test_kid_fits_a_small_n_by_default_and_the_report_says_so(toy_site, toy_npz):
+    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features", metrics="kid",
+                             kid_subsets=5, progress=False)
+    kid = report["metrics"]["kid"]
+    assert kid["subset_size"] == 48 and kid["default_subset_size"] == 1000
+    line = next(line for line in eval_lines(report, several=False) if line.strip().startswith("kid:"))
+    assert "5 subsets of 48 images, all of the smaller set: fewer than the default 1,000" in line
+    asked = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features", metrics="kid",
+                            kid_subsets=5, kid_subset_size=16, progress=False)["metrics"]["kid"]
+    assert asked["subset_size"] == 16 and "default_subset_size" not in asked
+
+
+def test_eval_prints_every_distance_as_every_page_does(toy_site, toy_npz):
+    from genzoo.reporting import format_value
+
+    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features",
+                             metrics="fid,kid,swd", kid_subsets=5, progress=False)
+    lines = {line.split(":")[0].strip(): line for line in eval_lines(report, several=False)[1:]}
+    metrics = report["metrics"]
+    assert lines["fid"].endswith(f"fid: {format_value('fid', metrics['fid'])}")
+    assert lines["swd"].endswith(f"swd: {format_value('swd', metrics['swd'])}")
+    assert f"kid: {format_value('kid', metrics['kid']['mean'])} (std " in lines["kid"]
+    assert "x1e3" not in " ".join(lines.values())
+
+
+def test_a_bad_option_is_named_by_its_flag_before_any_metric_s_own_precondition(toy_model_dir, toy_npz):
+    runner = CliRunner()
+    common = ["eval", str(toy_model_dir), "-n", "16", "--ref", f"npz:{toy_npz}", "--features", "toy-features",
+              "--kid-subset-size", "1000"]
+    result = runner.invoke(cli, [*common, "--opt", "foo=1"])
+    assert result.exit_code == 1 and result.output.startswith("Error: --opt foo: toy sample has no option 'foo'")
+    typed = runner.invoke(cli, [*common, "--opt", "temperature=hot"])
+    assert typed.exit_code == 1 and "--opt temperature must be a number, got 'hot'" in typed.output
+    refine = runner.invoke(cli, [*common, "--refine", str(toy_model_dir), "--refine-opt", "foo=1"])
+    assert refine.exit_code == 1 and refine.output.startswith("Error: --refine-opt foo: toy refine has no option")
+    with pytest.raises(genzoo.GenzooError, match=r"^sample_options foo: toy sample has no option 'foo'"):
+        genzoo.evaluate(str(toy_model_dir), n=16, ref=f"npz:{toy_npz}", features="toy-features",
+                        sample_options={"foo": 1})
+
+
+def test_the_eval_header_names_the_refiner_and_its_options():
+    from genzoo.reporting import eval_header
+
+    report = {"source": "ign", "apply": 1, "refine": "robust-mnist", "refine_options": {"eps": 2.0},
+              "refine_steps": 5, "sample_options": {}, "n": 500, "reference": {"spec": "mnist:test", "n": 500},
+              "features": {"name": "features-mnist"}}
+    assert eval_header(report, several=False) == ("ign refined by robust-mnist (eps=2.0, steps=5): 500 images vs "
+                                                  "mnist:test (500), features features-mnist")
+
+
+def test_eval_says_when_the_catalogue_s_figure_was_measured_on_another_n():
+    from genzoo.reporting import catalogue_notes
+
+    figure = {"model": "ign-mnist", "metric": "fid", "value": 48.7, "n": 10000, "reference": "mnist:test"}
+    report = {"metrics": {"fid": 82.0}, "n": 500, "reference": {"spec": "mnist:test", "n": 500},
+              "catalogue": [figure]}
+    [note] = catalogue_notes(report)
+    assert "the catalogue's FID of ign-mnist, 48.7, was measured on 10,000 images, not 500" in note
+    assert "not comparable" in note
+    same = catalogue_notes({**report, "n": 10000})
+    assert same == ["the catalogue's FID of ign-mnist, 48.7, was measured on the same n and reference"]

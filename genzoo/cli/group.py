@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import shlex
 import sys
+import warnings
 from dataclasses import dataclass
 
 import click
@@ -34,11 +35,20 @@ class GenzooGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line_warning
+                return super().invoke(ctx)
         except ArgumentError as exc:
             raise click.ClickException(exc.for_flag(_flag(ctx, exc.argument))) from None
         except GenzooError as exc:
             raise click.ClickException(str(exc)) from None
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line on stderr (``Warning: ...``), without Python's source line: the user ran a command."""
+    kind = "" if issubclass(category, UserWarning) else f" ({category.__name__})"
+    text = " ".join(str(message).split())
+    click.echo(f"Warning{kind}: {text}", err=True)
 
 
 def _flag(ctx: click.Context, argument: str) -> str:

@@ -56,6 +56,18 @@ def _method_without_model(name: str) -> bool:
     return host.method(name).default_model not in models
 
 
+def _fit_inputs(info: dict[str, Any]) -> str:
+    """What a fit of the method needs: a dataset (unless it trains without data) and the Config fields left empty."""
+    data = "--dataset NAME --data-root DIR " if info["needs_data"] else ""
+    return data + "".join(f"--set {field}=VALUE " for field in info["required_fields"])
+
+
+def _fit_placeholders(info: dict[str, Any]) -> str:
+    said = ["NAME: a dataset (`genzoo datasets`), DIR: the folder that holds it"] if info["needs_data"] else []
+    said += [f"{field}: no default, the fit needs one" for field in info["required_fields"]]
+    return "; " + "; ".join(said) if said else ""
+
+
 def _method_info(cls: type) -> dict[str, Any]:
     record = get_host().method_record(cls.name)
     defaults = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
@@ -63,6 +75,7 @@ def _method_info(cls: type) -> dict[str, Any]:
                 if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
     return {"name": cls.name, "kind": "method", "summary": cls.summary, "plugin": record.plugin,
             "capabilities": sorted(cls.capabilities), "config_defaults": defaults, "paper": cls.paper,
+            "needs_data": cls.needs_data, "required_fields": [k for k, v in defaults.items() if v in ("", ())],
             "pretrained_models": []}
 
 
@@ -170,8 +183,8 @@ def _method_lines(info: dict[str, Any], full: bool) -> list[str]:
     lines = wrap(f"{name}: a method with no pretrained model yet. {info['summary']}")
     lines.append(f"plugin: {info['plugin']}; verbs: {', '.join(info['capabilities'])}")
     if "fit" in info["capabilities"]:
-        lines.append("train one (`genzoo fit --help` lists the options; DIR: the folder given by --data-root):")
-        lines.append(f"  genzoo fit {name} --dataset NAME --data-root DIR --steps 1000 --out runs/{name}")
+        lines += wrap(f"train one (`genzoo fit --help` lists the options{_fit_placeholders(info)}):")
+        lines.append(f"  genzoo fit {name} {_fit_inputs(info)}--steps 1000 --out runs/{name}")
         lines.append(f"  genzoo sample runs/{name} -o samples.png" if "sample" in info["capabilities"]
                      else f"  genzoo info runs/{name}")
     defaults = ", ".join(f"{k}={v}" for k, v in info["config_defaults"].items())

@@ -11,7 +11,7 @@ from typing import Any, Callable, Union
 import click
 import torch
 
-from ..configs import coerce_value, parse_assignments
+from ..configs import parse_assignments
 from ..errors import GenzooError
 from ..hardware import DEVICE_CHOICES, resolve_device
 
@@ -124,31 +124,31 @@ def parse_labels(text: str | None) -> torch.Tensor | None:
 
 
 def parse_refine_options(pairs: tuple[str, ...], steps: int | None, refiner_ref: str | None,
-                         refiner: Any = None) -> dict[str, Any]:
-    """``--refine-opt key=value`` typed by what the refiner declares (loaded from ``refiner_ref`` if not given),
-    and checked by the refiner before any image is made."""
+                         refiner: Any) -> dict[str, Any]:
+    """``--refine-opt key=value`` typed and range-checked by what ``refiner`` declares, and checked by the refiner
+    (with ``--refine-steps``) before any image is made."""
     if (pairs or steps is not None) and not refiner_ref:
         raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
-    if not pairs:
+    if refiner is None:
         return {}
     from ..generate import check_refine
-    from ..loading import load
 
-    refiner = refiner if refiner is not None else load(refiner_ref)
-    options = parse_options(pairs, refiner.refine_options, "--refine-opt")
-    check_refine(refiner, steps, options)
+    options = parse_options(pairs, refiner, "refine", "refine_opts", "--refine-opt")
+    check_refine(refiner, steps, options, "refine_opts")
     return options
 
 
-def parse_options(pairs: tuple[str, ...], declared: dict[str, type], flag: str = "--opt") -> dict[str, Any]:
-    """``--opt key=value`` typed by what the method declares.
+def parse_options(pairs: tuple[str, ...], model: Any, verb: str, argument: str = "opts",
+                  flag: str = "--opt") -> dict[str, Any]:
+    """``--opt key=value`` typed and range-checked by what the method declares for ``verb`` (sample or refine).
 
-    A key it does not declare is passed on as given: the method's ``sample``/``refine`` refuses it,
-    naming the options it has.
+    A key it does not declare, or a bad value, is refused naming the flag the user typed (``argument`` is the
+    flag's parameter name, which the command group turns into the flag).
     """
-    raw = parse_assignments(pairs, flag)
-    return {key: coerce_value(value, declared[key], f"{flag} {key}") if key in declared else value
-            for key, value in raw.items()}
+    from ..generate import typed_options
+
+    return typed_options(parse_assignments(pairs, flag), getattr(model, f"{verb}_options"), argument,
+                         f"{model.name} {verb}")
 
 
 def output_options(f):

@@ -26,7 +26,7 @@ def command(name, source, output, fmt, as_float, nrow, labels, opts, device, **s
     given = parse_labels(labels)
     model = load(name, device=dev)
     model.require("refine")
-    options = parse_options(opts, model.refine_options)
+    options = parse_options(opts, model, "refine")
     images, file_labels = load_images(source)
     expected = model.image_shape
     if tuple(images.shape[1:]) != tuple(expected):

@@ -28,7 +28,7 @@ def command(name, output, fmt, as_float, nrow, labels, opts, refine_opts, device
     dev = device_from(device)
     label_tensor = parse_labels(labels)
     model = load(name, device=dev)
-    options = parse_options(opts, model.sample_options)
+    options = parse_options(opts, model, "sample")
     refiner = load(o.refine, device=dev) if o.refine else None
     refine_options = parse_refine_options(refine_opts, o.refine_steps, o.refine, refiner)
     images, used_labels = generate(

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import GenzooError
+from ..errors import ArgumentError
 from ..hookspecs import hookimpl
 from .download import local_or_download
 from .files import load_npz
@@ -32,8 +32,9 @@ CELEBA_LICENSE = "CelebA: non-commercial research use only"
 def load_mnist(root: Path, split: str) -> ImageData:
     from torchvision.datasets import MNIST
 
+    prefix = "train" if split == "train" else "t10k"
     ds = local_or_download(lambda download: MNIST(str(root), train=split == "train", download=download), "MNIST",
-                           root, "MNIST/raw/*-ubyte")
+                           root, f"MNIST/raw/{prefix}-images-idx3-ubyte and {prefix}-labels-idx1-ubyte")
     return ImageData(ds.data.unsqueeze(1).contiguous(), ds.targets.long(), f"mnist:{split}")
 
 
@@ -79,8 +80,9 @@ def load_celeba(root: Path, split: str, size: int = 64) -> ImageData:
 def _required_file(root: Path, relative: str, name: str, also: str = "") -> Path:
     path = root / relative
     if not path.is_file():
-        raise GenzooError(f"{name} needs {path.resolve()}, which does not exist; pass --data-root DIR (or set "
-                          f"{DATA_ROOT_ENV}) to the folder that holds {relative}" + (f", or {also}" if also else ""))
+        said = f"{name} needs {path.resolve()}, which does not exist".replace("{", "{{").replace("}", "}}")
+        raise ArgumentError("data_root", f"{said}; pass {{arg}} (the folder that holds {relative}) or set "
+                            f"{DATA_ROOT_ENV}" + (f", or {also}" if also else ""))
     return path
 
 

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..errors import GenzooError
+from ..errors import ArgumentError, GenzooError
 from ..datatable import DATA_ROOT_ENV
 
 OFFLINE_ENVS = ("GENZOO_OFFLINE", "HF_HUB_OFFLINE")
@@ -40,10 +40,10 @@ def local_or_download(make: Callable[[bool], T], name: str, root: Path, files: s
 
 
 def missing(name: str, root: Path, files: str, reason: str) -> GenzooError:
-    return GenzooError(
-        f"{name} is not under {root.resolve()} (looked for {files}) and was not downloaded ({reason}); "
-        f"pass --data-root DIR (or set {DATA_ROOT_ENV}) to a folder that holds it"
-    )
+    """The refusal naming the data root (``--data-root`` from the command line, ``data_root`` from Python)."""
+    said = f"{name} is not under {root.resolve()} (looked for {files}) and was not downloaded ({reason})"
+    return ArgumentError("data_root", said.replace("{", "{{").replace("}", "}}")
+                         + f"; pass {{arg}} (a folder that holds it) or set {DATA_ROOT_ENV}")
 
 
 def download_failure(exc: Exception) -> str:
@@ -56,8 +56,8 @@ def download_failure(exc: Exception) -> str:
     if not lines:
         return type(exc).__name__
     text = lines[0]
-    if text.endswith(":") and len(lines) > 1:
-        text = f"{text} {lines[-1]}"
+    if text.endswith(":") and len(lines) > 1:  # the header names the first file it tried, not the one needed
+        text = lines[-1]
     return text if len(text) <= 200 else text[:197] + "..."
 
 

@@ -13,7 +13,8 @@ import torch
 
 from ..errors import ArgumentError
 from ..hookspecs import hookimpl
-from .scores import class_statistics, fid, kid, max_ssim, nearest_feature_distance, within_class_distance
+from .scores import (KID_SUBSET_SIZE, class_statistics, fid, kid, max_ssim, nearest_feature_distance,
+                     within_class_distance)
 from .swd import swd
 from .table import Scoring
 
@@ -24,18 +25,28 @@ def _fid(s: Scoring) -> float:
 
 def _kid(s: Scoring) -> dict[str, Any]:
     o = s.options
-    mean, std = kid(s.real, s.fake, subset_size=o.kid_subset_size, subsets=o.kid_subsets, seed=o.seed)
-    return {"kid": {"mean": mean, "std": std, "subset_size": o.kid_subset_size, "subsets": o.kid_subsets}}
+    size = kid_subset_size(o.kid_subset_size, min(len(s.real), len(s.fake)))
+    mean, std = kid(s.real, s.fake, subset_size=size, subsets=o.kid_subsets, seed=o.seed)
+    result = {"mean": mean, "std": std, "subset_size": size, "subsets": o.kid_subsets}
+    if o.kid_subset_size is None and size < KID_SUBSET_SIZE:  # said in the report: the default did not fit
+        result["default_subset_size"] = KID_SUBSET_SIZE
+    return {"kid": result}
+
+
+def kid_subset_size(asked: int | None, smallest: int) -> int:
+    """The KID subset size: the one asked for, else the default, or every image of the smaller set if it holds fewer."""
+    return asked if asked is not None else min(KID_SUBSET_SIZE, smallest)
 
 
 def _check_kid(o: Any, n_ref: int) -> None:
     if o.kid_subsets < 1:
         raise ArgumentError("kid_subsets", f"{{arg}} must be at least 1, got {o.kid_subsets}")
     smallest = min(o.n, n_ref)
-    if not 2 <= o.kid_subset_size <= smallest:
-        raise ArgumentError("kid_subset_size", f"KID draws subsets of {{arg}}={o.kid_subset_size} images from each "
+    size = kid_subset_size(o.kid_subset_size, smallest)
+    if not 2 <= size <= smallest:
+        raise ArgumentError("kid_subset_size", f"KID draws subsets of {{arg}}={size} images from each "
                             f"set, but the smaller set has {smallest} (n={o.n}, reference {n_ref}); lower {{arg}} "
-                            f"or generate more images")
+                            f"(or leave it out: it then fits the smaller set) or generate more images")
 
 
 def _check_k(o: Any, n_ref: int) -> None:
@@ -88,7 +99,9 @@ def _swd(s: Scoring) -> dict[str, Any]:
 @hookimpl
 def register_metrics(register):
     register("fid", _fid, summary="Frechet distance between the feature distributions (torchmetrics)")
-    register("kid", _kid, summary="kernel (MMD) distance, mean and std over subsets (torchmetrics)", check=_check_kid)
+    register("kid", _kid, check=_check_kid,
+             summary="kernel distance: the raw unbiased MMD^2 estimate, no factor (it can fall below 0), mean and "
+                     "std over subsets (torchmetrics)")
     register("precision", lambda s: s.precision_recall()[0], check=_check_k,
              summary="share of samples inside the reference's k-NN manifold (Kynkaanniemi et al. 2019)")
     register("recall", lambda s: s.precision_recall()[1], check=_check_k,

@@ -16,15 +16,16 @@ from typing import Any, Sequence
 import torch
 
 from .._version import __version__
-from ..configs import coerce_value, option
+from ..configs import option
 from ..datasets import ImageData, fixed_permutation, load_dataset
 from ..errors import ArgumentError, GenzooError
-from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, generate
+from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, check_refine, generate, typed_options
 from ..loading import load
 from ..method import BATCH_SIZE, INFERENCE_PRECISION, Method
-from ..plugins import get_host
+from ..plugins import find_model, get_host
+from ..registry import RANKED_METRICS
 from .features import extract, feature_space
-from .scores import class_statistics
+from .scores import KID_SUBSET_SIZE, class_statistics
 from .table import MetricEntry, Scoring, TrainingSet
 
 DEFAULT_METRICS = "fid,kid,precision,recall,accuracy"
@@ -54,7 +55,8 @@ class EvalOptions:
     train: str | None = option(None, help="Training images for memorization (default: the training split of --ref).")
     memorization_n: int = option(1000, help="Generated images (a fixed random subset) scored for memorization.")
     memorization_candidates: int = option(64, help="Pixel-nearest training images scored by SSIM per sample (0: all).")
-    kid_subset_size: int = option(1000, help="Images per KID subset.")
+    kid_subset_size: int | None = option(None, help=f"Images per KID subset (default: every image of the smaller "
+                                                    f"set, at most {KID_SUBSET_SIZE:,}).")
     kid_subsets: int = option(100, help="Number of KID subsets.")
     k: int = option(3, help="Neighbour k of the precision/recall manifolds.")
     n_ref: int | None = option(None, help="Reference images to use (default: as many as -n, at most the split).")
@@ -117,6 +119,8 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
     o = EvalOptions(**options)
     o.check()
     t0 = time.time()
+    model = _source_model(source, o)  # the model and its options first: a bad option is named before any metric's
+    refiner = _refiner(o)  # own precondition, and before any data is read
     dev = torch.device(o.device) if o.device is not None else torch.device("cpu")
     dataset_name = o.ref.split(":", 1)[0]
     space = feature_space(o.features, dataset=dataset_name, device=dev)
@@ -132,9 +136,8 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
         if entry.check is not None:
             entry.check(o, ref_count)
     train_data = _training_set(o, dataset_name) if any("train" in e.needs for e in entries) else None
-    model = _source_model(source, o)
-    refiner = load(o.refine, device=o.device) if isinstance(o.refine, str) else o.refine
     _check_shapes(model, refiner, reference, train_data)
+    catalogue = _catalogue_figures(source, o)
 
     ref_index = fixed_permutation(len(reference), REFERENCE_SEED)[:ref_count]
     ref_images = reference.floats(ref_index)
@@ -187,6 +190,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
             "features": {"name": space.name, "sha256": space.sha256, "num_features": space.num_features},
             "labels": "given" if used_labels is not None else None,
             "metrics": results,
+            "catalogue": catalogue if k == 1 else [],
             "seconds": {key: round(value, 2) for key, value in timings.items()},
         })
     return reports[0] if isinstance(o.apply, int) else reports
@@ -207,20 +211,45 @@ def _source_model(source: Any, o: EvalOptions) -> Method | None:
             raise ArgumentError("sample_options", f"{{arg}} {sorted(o.sample_options)} are a model's; {source} is images")
         return None
     model = source if isinstance(source, Method) else load(source, device=o.device)
-    if o.sample_options:  # typed by what the model declares (CLI values arrive as strings)
-        model._check_options(o.sample_options, model.sample_options, "sample")
-        o.sample_options = {key: coerce_value(value, model.sample_options[key], f"--opt {key}")
-                            for key, value in o.sample_options.items()}
+    model.require("sample")
+    # typed and range-checked by what the model declares (CLI values arrive as strings)
+    o.sample_options = typed_options(o.sample_options or {}, model.sample_options, "sample_options",
+                                     f"{model.name} sample")
     return model
+
+
+def _refiner(o: EvalOptions) -> Method | None:
+    """The refiner of ``refine``, loaded, with ``refine_options`` typed and checked by it before any image is made."""
+    if o.refine is None:
+        return None
+    refiner = load(o.refine, device=o.device) if isinstance(o.refine, str) else o.refine
+    refiner.require("refine")
+    o.refine_options = typed_options(o.refine_options or {}, refiner.refine_options, "refine_options",
+                                     f"{refiner.name} refine")
+    check_refine(refiner, o.refine_steps, o.refine_options)
+    return refiner
+
+
+def _catalogue_figures(source: Any, o: EvalOptions) -> list[dict[str, Any]]:
+    """The catalogue's figures for the model's own samples that this evaluation measures again, with their n and
+    reference: a different n or reference makes a distance not comparable with them (FID grows as n shrinks).
+
+    Only for a catalogue model scored alone (no refiner, one application, its default sample options).
+    """
+    if not isinstance(source, str) or o.refine is not None or o.sample_options or o.labels is not None:
+        return []
+    try:
+        entry = find_model(source)
+    except GenzooError:
+        return []
+    return [{"model": entry.name, "metric": m.metric, "value": m.value, "n": m.n, "reference": m.reference,
+             "features": m.features} for m in entry.metrics if not m.of and m.metric in RANKED_METRICS and m.n]
 
 
 def _check_shapes(model: Method | None, refiner: Method | None, reference: ImageData, train: ImageData | None) -> None:
     """A model's image shape against the reference's (and the memorisation set's), before sampling."""
     if model is None:
         return
-    model.require("sample")
-    if refiner is not None:
-        refiner.require("refine")
     shape = model.image_shape
     for name, data in (("ref", reference), ("train", train)):
         if data is not None and tuple(data.image_shape) != tuple(shape):

@@ -30,6 +30,9 @@ class _Precomputed(nn.Module):
         return x
 
 
+KID_SUBSET_SIZE = 1000  # images per KID subset, unless the smaller set holds fewer
+
+
 def fid(real: torch.Tensor, fake: torch.Tensor) -> float:
     """Fréchet distance between two feature sets, computed by torchmetrics."""
     from torchmetrics.image.fid import FrechetInceptionDistance
@@ -40,8 +43,13 @@ def fid(real: torch.Tensor, fake: torch.Tensor) -> float:
     return float(metric.compute())
 
 
-def kid(real: torch.Tensor, fake: torch.Tensor, *, subset_size: int = 1000, subsets: int = 100, seed: int = 0) -> tuple[float, float]:
-    """Kernel Inception Distance (mean, std over subsets), computed by torchmetrics."""
+def kid(real: torch.Tensor, fake: torch.Tensor, *, subset_size: int = KID_SUBSET_SIZE, subsets: int = 100,
+        seed: int = 0) -> tuple[float, float]:
+    """Kernel Inception Distance (mean, std over subsets), computed by torchmetrics.
+
+    The raw unbiased estimate of MMD^2 (cubic polynomial kernel), with no factor applied: being unbiased, it can
+    fall below 0 when the two sets are very close.
+    """
     from torchmetrics.image.kid import KernelInceptionDistance
 
     smallest = min(len(real), len(fake))

@@ -110,8 +110,8 @@ class Consistency(genzoo.Method):
     default_model = "consistency-mnist"
     paper = PAPER
     init_from = ("edm",)  # consistency tuning starts from a diffusion model of the same network
-    sample_options = {"steps": int}
-    refine_options = {"sigma": float}
+    sample_options = {"steps": Annotated[int, Range(1)]}
+    refine_options = {"sigma": Annotated[float, Positive]}
 
     def __init__(self, config=None):
         super().__init__(config)

@@ -73,8 +73,8 @@ class EDM(genzoo.Method):
     capabilities = frozenset({"fit", "sample", "refine"})
     default_model = "edm-mnist"
     paper = PAPER
-    sample_options = {"steps": int}
-    refine_options = {"sigma": float}
+    sample_options = {"steps": Annotated[int, Range(1, MAX_STEPS)]}
+    refine_options = {"sigma": Annotated[float, Positive]}
     # Each Heun step feeds the last one's rounding into the next network call, and oneDNN rounds
     # differently for different batch sizes.
     image_tolerance = 1e-4

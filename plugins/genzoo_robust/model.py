@@ -64,7 +64,7 @@ class RobustRefiner(genzoo.Method):
     capabilities = frozenset({"fit", "sample", "refine"})
     default_model = "robust-mnist"
     paper = PAPER
-    refine_options = {"eps": float, "step_size": float}
+    refine_options = {"eps": Annotated[float, NonNegative], "step_size": Annotated[float, Positive]}
 
     def __init__(self, config=None):
         super().__init__(config)
