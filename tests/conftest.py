@@ -1,8 +1,11 @@
+import contextlib
+import importlib.metadata
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -18,12 +21,30 @@ os.environ.pop("GENZOO_LOAD_PLUGINS", None)
 import torch  # noqa: E402
 
 import genzoo  # noqa: E402
-from genzoo.plugins import reset_host  # noqa: E402
+from genzoo.plugins import ALLOW_ENV, reset_host  # noqa: E402
 
 torch.set_num_threads(1)
 
 TESTS = Path(__file__).resolve().parent
 SHARED_DATA = TESTS.parent.parent / "shared" / "data"
+
+
+@contextlib.contextmanager
+def genzoo_plugins_only() -> Iterator[None]:
+    """Load only genzoo's own plugins (the entry points of the genzoo distribution), whatever else is installed:
+    for the tests that check genzoo's own catalogue, pages and verbs, which an outside plugin would change."""
+    own = sorted(ep.name for ep in importlib.metadata.distribution("genzoo").entry_points if ep.group == "genzoo")
+    before = os.environ.get(ALLOW_ENV)
+    os.environ[ALLOW_ENV] = ",".join(own)
+    reset_host()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ALLOW_ENV, None)
+        else:
+            os.environ[ALLOW_ENV] = before
+        reset_host()
 
 
 def data_root() -> Path:

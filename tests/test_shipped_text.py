@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import genzoo_plugins_only
 
 from genzoo.cli import cli
 from genzoo.modelcard import gather_facts, render_card
@@ -101,7 +102,9 @@ def catalogue_texts() -> list[tuple[str, str]]:
 
 
 def test_model_cards_and_info_state_what_is_with_every_distance_beside_its_reference_rows():
-    texts = catalogue_texts()
+    with genzoo_plugins_only():
+        texts = catalogue_texts()
+        entries = list(get_host().all_models().values())
     assert sum(label.startswith("model card") for label, _ in texts) >= 10
     for label, text in texts:
         text = without_structured_ids(text)
@@ -109,7 +112,7 @@ def test_model_cards_and_info_state_what_is_with_every_distance_beside_its_refer
         for line in text.splitlines():  # "  FID 677.7: between ..." (info), "- FID of f(f(z)) 814.3: ..." (card)
             if re.match(r"\s*(- )?(FID|KID)( \(raw\))?( of \S+)? -?[\d,.]+", line):
                 assert re.search(r": (between|above every|below every)", line), f"{label}: {line!r} has no scale"
-    for entry in get_host().all_models().values():
+    for entry in entries:
         card = dict(texts).get(f"model card of {entry.name}", "")
         for metric in (m for m in entry.metrics if m.metric in RANKED_METRICS):
             rows = reference_set(metric).rows_with(metric.metric)

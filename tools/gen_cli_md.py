@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+
 import click
 
 from genzoo.cli import cli
+from genzoo.plugins import ALLOW_ENV
 
 WIDTH = 78  # of the help text: what an 80-column terminal shows, whatever the terminal running this
 
@@ -44,4 +48,7 @@ def section(command: click.Command, path: str, parent: click.Context | None) -> 
 
 
 if __name__ == "__main__":
+    # The page documents genzoo: only its own plugins are loaded, whatever else is installed here.
+    os.environ[ALLOW_ENV] = ",".join(ep.name for ep in importlib.metadata.distribution("genzoo").entry_points
+                                     if ep.group == "genzoo")
     print(cli_reference())

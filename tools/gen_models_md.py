@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+
 import genzoo
+from genzoo.plugins import ALLOW_ENV
 from genzoo.registry import ModelEntry, reference_sets
 from genzoo.reporting import (LABELS, NEGATIVE_NOTE, PLACE_NOTE, UNITS, distance_tables, format_value,
                               models_table, other_measurements)
@@ -65,4 +69,7 @@ def models_page(entries: list[ModelEntry]) -> str:
 
 
 if __name__ == "__main__":
+    # The page documents genzoo: only its own plugins are loaded, whatever else is installed here.
+    os.environ[ALLOW_ENV] = ",".join(ep.name for ep in importlib.metadata.distribution("genzoo").entry_points
+                                     if ep.group == "genzoo")
     print(models_page(genzoo.list_models()), end="")
