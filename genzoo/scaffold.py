@@ -183,6 +183,9 @@ README = '''# genzoo-{name}
 
 The {name} method for genzoo, as a plugin; the project was started with `genzoo new-plugin {name}`.
 
+genzoo is not on a package index: install it first from a clone of its repository (`pip install -e
+PATH/TO/genzoo` in the same environment), then this project:
+
     pip install -e ".[test]"                 # offline, with hatchling installed: add --no-build-isolation
     pytest                                   # genzoo's contract checks and a CLI round trip
     genzoo plugins                           # {name} [ok] ...
