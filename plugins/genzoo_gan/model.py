@@ -18,6 +18,8 @@ import torch.nn.functional as F
 import genzoo
 from genzoo.configs import Positive, UnitOpen
 
+from genzoo_ign.fast import speed_up
+
 from .networks import STAGES, discriminator, generator
 
 PAPER = """@inproceedings{radford2016unsupervised,
@@ -67,6 +69,8 @@ class GAN(genzoo.Method):
         c = self.config
         self.generator = generator(c.channels, c.image_size, c.width, c.bottleneck, c.norm)
         self.discriminator = discriminator(c.channels, c.image_size, c.width, c.norm)
+        speed_up(self.generator)  # IGN's exact matrix-product forms of the bottleneck layers (genzoo_ign.fast)
+        speed_up(self.discriminator)
 
     def generate(self, z: torch.Tensor) -> torch.Tensor:
         """Images in [-1, 1] from z of shape (n, bottleneck, 1, 1)."""
