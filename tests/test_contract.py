@@ -2,6 +2,7 @@
 kit's checks catch each way of getting it wrong, with the rule, the step and the parameter named."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -201,3 +202,57 @@ def test_update_mistakes_are_refused_in_one_sentence():
     step.stepped.append(0)
     with pytest.raises(GenzooError, match="must return a dict of scalars"):
         step.finish(1.0)
+
+
+def _launch(args, env_extra=None, port=29541):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+              str(port), "-m", "genzoo"]
+    return subprocess.run(launch + args, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_the_built_in_gan_trains_under_accelerate_launch_with_two_processes(tmp_path, digits_npz):
+    """The exact command line a user runs on two CPU processes; both networks update in every step."""
+    small = ["--set", "width=8", "--set", "bottleneck=4", "--set", "image_size=32"]
+    np_path = tmp_path / "colour.npz"
+    np.savez(np_path, x=(np.random.default_rng(1).random((16, 32, 32)) * 255).astype(np.uint8))
+    args = ["fit", "gan", "--dataset", f"npz:{np_path}", "--steps", "3", "--batch-size", "4", "--precision", "fp32",
+            "--checkpoint-every", "3", "--sample-every", "0", "--no-progress", "--out", str(tmp_path / "run"), *small]
+    done = _launch(args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads((tmp_path / "run" / "fit.json").read_text())
+    assert record["processes"] == 2
+    lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [sorted(line) for line in lines] == [["loss_d", "loss_g", "step"]] * 3
+
+
+@pytest.mark.slow
+def test_a_damaged_file_of_the_second_process_is_named_and_resume_falls_back(tmp_path, digits_npz):
+    from conftest import make_distribution
+
+    site = tmp_path / "site"
+    site.mkdir()
+    make_distribution(site, "genzoo-tinygan", "tinygan", Path(__file__).parent / "tinygan.py", "tinygan")
+
+    def fit(out, steps, *extra):
+        return _launch(["fit", "tiny-gan", "--dataset", digits_npz, "--steps", str(steps), "--batch-size", "4",
+                        "--precision", "fp32", "--checkpoint-every", "2", "--sample-every", "0", "--no-progress",
+                        "--out", str(out), *extra], {"PYTHONPATH": str(site)})
+
+    straight = fit(tmp_path / "straight", 6)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    first = fit(tmp_path / "run", 4)
+    assert first.returncode == 0, first.stderr[-3000:]
+    rng = tmp_path / "run" / "checkpoints" / "step-00000004" / "rng-rank1.safetensors"
+    rng.write_bytes(rng.read_bytes()[:40])
+    resumed = fit(tmp_path / "run", 6, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "checkpoint step-00000004: rng-rank1.safetensors has 40 bytes" in resumed.stderr
+    a, b = (load_file(str(tmp_path / run / "model.safetensors")) for run in ("straight", "run"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
