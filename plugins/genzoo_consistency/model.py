@@ -19,7 +19,7 @@ import genzoo
 from genzoo.configs import NonNegative, Positive, Range, UnitOpen
 
 from genzoo_edm.karras import edm_scalings, karras_sigmas
-from genzoo_edm.unet import UNet
+from genzoo_edm.unet import UNet, check_shape
 
 from .schedule import curriculum, lognormal_weights, pseudo_huber
 
@@ -73,10 +73,7 @@ class ConsistencyConfig:
     grad_clip: Annotated[float, Positive] | None = None
 
     def __post_init__(self) -> None:
-        if self.image_size % 2 ** (self.levels - 1):
-            raise ValueError(f"image_size {self.image_size} must be divisible by 2^(levels - 1) = {2 ** (self.levels - 1)}")
-        if self.width % 4:
-            raise ValueError(f"width must be a multiple of 4, got {self.width}")
+        check_shape(self.image_size, self.levels, self.width)
         if not self.sigma_min < self.mid_sigma < self.sigma_max:
             raise ValueError(f"mid_sigma must lie between sigma_min and sigma_max, got {self.mid_sigma}")
         if not self.sigma_min < self.refine_sigma <= self.sigma_max:

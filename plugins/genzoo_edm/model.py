@@ -17,7 +17,7 @@ import genzoo
 from genzoo.configs import Positive, Range, UnitOpen
 
 from .karras import c_noise, edm_scalings, karras_sigmas
-from .unet import UNet
+from .unet import UNet, check_shape
 
 PAPER = """@inproceedings{karras2022elucidating,
   title     = {Elucidating the Design Space of Diffusion-Based Generative Models},
@@ -55,10 +55,7 @@ class EDMConfig:
     grad_clip: Annotated[float, Positive] | None = None
 
     def __post_init__(self) -> None:
-        if self.image_size % 2 ** (self.levels - 1):
-            raise ValueError(f"image_size {self.image_size} must be divisible by 2^(levels - 1) = {2 ** (self.levels - 1)}")
-        if self.width % 4:
-            raise ValueError(f"width must be a multiple of 4, got {self.width}")
+        check_shape(self.image_size, self.levels, self.width)
         if not self.sigma_min < self.sigma_max:
             raise ValueError(f"sigma_min must be below sigma_max, got {self.sigma_min} and {self.sigma_max}")
         if not self.sigma_min < self.refine_sigma <= self.sigma_max:

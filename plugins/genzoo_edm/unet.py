@@ -10,6 +10,14 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def check_shape(image_size: int, levels: int, width: int) -> None:
+    """Refuse (ValueError) an image size the resolutions cannot halve evenly, or a width group norm cannot split."""
+    if image_size % 2 ** (levels - 1):
+        raise ValueError(f"image_size {image_size} must be divisible by 2^(levels - 1) = {2 ** (levels - 1)}")
+    if width % 4:
+        raise ValueError(f"width must be a multiple of 4, got {width}")
+
+
 def noise_embedding(c_noise: torch.Tensor, dim: int) -> torch.Tensor:
     """Sinusoidal features of the (scaled log) noise level, as transformers embed positions."""
     half = dim // 2
