@@ -58,3 +58,18 @@ def interleaved_seconds(works: dict[str, Callable[[], object]], rounds: int, war
             work()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def machine() -> str:
+    """The CPU's model name and the threads torch uses, for the JSON a benchmark writes."""
+    import torch
+
+    name = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {torch.get_num_threads()} threads"
