@@ -68,6 +68,12 @@ def test_info_describes_a_method_that_has_no_pretrained_model_yet(runner):
     text = info(runner, "mmb-reconstruct")
     assert "a method with no pretrained model yet" in text
     assert "genzoo fit mmb-reconstruct" in text and "count=500" in text  # a Config default
+    suggestion = next(line for line in text.splitlines() if "genzoo fit mmb-reconstruct" in line)
+    assert "--dataset" not in suggestion and "--set classifier=" in suggestion  # it trains without data, from one
+    from genzoo.cli.list_cmd import methods_without_models
+
+    for cls in methods_without_models():  # a method that needs data is given some, with what it lacks a default for
+        assert ("--dataset NAME --data-root DIR" in info(runner, cls.name)) is cls.needs_data, cls.name
     assert json.loads(info(runner, "mmb-reconstruct", "--json"))["kind"] == "method"
 
 

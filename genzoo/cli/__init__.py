@@ -35,9 +35,10 @@ def cli() -> None:
     """genzoo: a zoo of generative models behind one interface.
 
     \b
-    genzoo sample ign -n 64 -o samples.png     images from a pretrained model
-    genzoo list                                 the catalogue of pretrained models
-    genzoo fit ign --dataset mnist --out DIR    train a method on your data
+    genzoo sample ign -n 64 -o samples.png                     # images from a pretrained model
+    genzoo list                                                 # the catalogue of pretrained models
+    genzoo fit ign --dataset mnist --steps 20000 --out runs/ign # train a method on your data
+                                                                # (the test suite runs it with --steps 2)
     """
 
 

@@ -25,8 +25,9 @@ def command(name, sample_options, refine_options, labels, json_out, device, **op
     """Score a model's samples (or npz:PATH / folder:PATH images) against reference data.
 
     \b
-    genzoo eval ign -n 10000 --ref mnist:test --data-root DIR        # (the tests run it with -n 500)
+    genzoo eval ign -n 10000 --ref mnist:test --data-root DIR        # (the test suite runs it with -n 500)
     genzoo eval ign --apply 1,2,3 -n 500 --ref mnist:test            # f(z), f(f(z)), f(f(f(z))), one report each
+    genzoo sample ign -n 1000 -o samples.npz                         # images to score from a file
     genzoo eval npz:samples.npz -n 1000 --ref mnist:test --metrics fid,kid
     genzoo eval consistency-mnist --opt steps=2 -n 500 --ref mnist:test     # the two-step sampler
 

@@ -9,7 +9,7 @@ from ..plots import PLOT_FILE, plot_losses
 def command(run: str, output: str | None) -> None:
     """Draw the loss curves of a training run (its metrics.jsonl) into a PNG.
 
-    genzoo fit draws them at every checkpoint and at the end; this draws them now, e.g. while a
+    Training draws them at every checkpoint and at the end; this draws them now, e.g. while a
     run is still training.
     """
     click.echo(f"wrote {plot_losses(run, output)}")
