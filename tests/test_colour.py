@@ -56,7 +56,7 @@ def test_a_missing_file_is_one_sentence_naming_it_and_the_flag(tmp_path, spec, m
     with pytest.raises(genzoo.GenzooError) as caught:
         load_dataset(spec, tmp_path)
     message = str(caught.value)
-    assert missing in message and "--data-root" in message and "\n" not in message
+    assert missing in message and "pass data_root" in message and "\n" not in message  # Python's keyword
     assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 
