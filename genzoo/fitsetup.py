@@ -20,6 +20,7 @@ import torch
 from . import checkpoints as ckpt
 from .batches import BatchSampler
 from .configs import config_to_dict
+from .destinations import os_reason
 from .ema import EMA
 from .errors import ArgumentError, GenzooError
 from .fitoptions import FitOptions
@@ -217,12 +218,6 @@ class os_errors:
             raise GenzooError(f"cannot write {where} ({os_reason(exc)}); the last complete checkpoint is kept: make "
                               f"room or fix the permissions, then continue with --resume") from None
         return False
-
-
-def os_reason(exc: OSError) -> str:
-    return {errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EROFS: "read-only file system",
-            errno.ENOSPC: "no space left on the device", errno.ENOENT: "a parent folder does not exist"}.get(
-        exc.errno, exc.strerror or type(exc).__name__)
 
 
 def seed_everything(seed: int) -> None:

@@ -334,6 +334,17 @@ class _FlipFlopProbe:
         return 1.0 if precision == 0 else 0.1
 
 
+@pytest.fixture
+def interactive_ctrl_c():
+    """Ctrl-C handled as an interactive Python sets it up: a pytest started as a background job (`cmd &`)
+    inherits SIGINT ignored, and these tests call whatever handler is installed."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _interrupting_toy(at_steps):
     """The toy, pressing Ctrl-C in the middle of the given steps (after drawing noise), once or twice.
 
@@ -357,7 +368,7 @@ def _interrupting_toy(at_steps):
 
 
 def test_ctrl_c_saves_the_whole_step_and_resume_is_exact_whatever_auto_would_say_now(toy_site, toy_npz, tmp_path,
-                                                                                     monkeypatch):
+                                                                                     monkeypatch, interactive_ctrl_c):
     """Ctrl-C in the middle of step 5 (its noise already drawn): fit finishes that step, saves it and stops;
     --resume ends with the weights of an uninterrupted run, although auto's probe would now pick bf16."""
     import genzoo.fitsetup as train
@@ -396,14 +407,14 @@ def test_ctrl_c_saves_the_whole_step_and_resume_is_exact_whatever_auto_would_say
                                       for s in fit_json["segments"]] and provenance["precision"] == "fp32"
 
 
-def test_a_second_ctrl_c_stops_at_once_without_saving_the_step(toy_site, toy_npz, tmp_path):
+def test_a_second_ctrl_c_stops_at_once_without_saving_the_step(toy_site, toy_npz, tmp_path, interactive_ctrl_c):
+    import signal
+
     interrupting = _interrupting_toy({4: 2})
     with pytest.raises(KeyboardInterrupt):
         genzoo.fit(interrupting, steps=10, out=tmp_path / "run", dataset=f"npz:{toy_npz}", batch_size=8,
                    progress=False, checkpoint_every=3, sample_every=0, precision="fp32")
     assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-00000003"]
-    import signal
-
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # fit left Ctrl-C as it found it
 
 

@@ -22,6 +22,26 @@ them); `genzoo new-plugin NAME` starts one ([plugins.md](plugins.md)).
 Model names: a registry name or alias (`genzoo list`), a method name (its default model), a
 model directory (a `genzoo fit --out` folder is one), or `hf://ORG/NAME[@REVISION]`. Names are
 found in any case, and a misspelt one gets the closest known name.
+
+## When a run breaks
+
+`genzoo fit` keeps a run's files either whole and verified or refuses them by name. Each refusal is
+one `Error:` line (or, when the run goes on, one line on stderr):
+
+| what it says | what happened | what to do |
+|---|---|---|
+| `--resume: checkpoint step-N: FILE has B bytes, ...`, `... FILE is missing`, `... FILE is altered`, `... state.json is damaged; it is skipped` | a file of the newest checkpoint was cut short, deleted or overwritten (every checkpoint lists the size and sha256 of its files in its state.json, written last) | nothing: the run resumes from the newest checkpoint that verifies (two are kept by default, `--keep-checkpoints`) and ends as an uninterrupted run would |
+| `--resume: no checkpoint of DIR is whole (...)` | every kept checkpoint is damaged | start a new run in another `--out`; `genzoo export DIR DEST --checkpoint N` refuses a damaged checkpoint the same way |
+| `DIR is in use by another genzoo fit (process P on HOST, started T)` | a second `genzoo fit` on a folder that a running one holds (a lock the system drops when that process ends, however it ends) | wait for it, stop it, or choose another `--out` |
+| `DIR holds a run that stopped before its first checkpoint; nothing of it is kept, so it starts again` | the earlier attempt was killed before it saved anything | nothing: the same command starts the run again; with `--resume` it says so and starts from step 0 |
+| `DIR already holds a run; pass --resume ...` | a finished or checkpointed run is in `--out` | `--resume` to continue it (to a larger `--steps`), or a new `--out` |
+| `step N: loss is nan (not finite), so training stopped without saving that step; the checkpoint of step M is kept` | the training diverged | continue from step M with a changed setting: `genzoo fit ... --resume --allow-changes --set lr=...`; the change is recorded in fit.json's segment |
+| `--resume: Config field 'F' differs from the run in DIR (was A, now B)` | a `--set` that differs from the run's | drop it, or pass `--allow-changes` (Config fields and precision only; the network must still fit) |
+| `--resume: checkpoint step-N holds K optimiser(s), the method now configures J` | the method's code changed since the checkpoint | resume with the code that wrote it, or start a new run from its weights with `--init` |
+| `--out DIR: FOLDER is not writable (permission denied)` | `--out`, its parent or its `checkpoints/` cannot be written; checked before any work | choose a writable folder or fix the permissions |
+| `cannot write PATH (no space left on the device); the last complete checkpoint is kept` | the disk filled up during a run | make room, then `--resume` |
+| `... left generator.* without a gradient at step N, which several processes cannot average` | a single-loss method under `accelerate launch` whose step does not reach every parameter | give the method an `update()` ([plugins-reference.md](plugins-reference.md#methods-with-several-networks-gans)) |
+| `at step N process R holds other weights than process 0` | the processes made different updates | draw randomness that must agree across processes from the step's seed, not a process's own RNG |
 """
 
 

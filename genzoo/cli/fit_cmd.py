@@ -11,18 +11,13 @@ from .options import options_from
 @click.command("fit")
 @click.argument("method")
 @options_from(FitOptions)
-@click.option("--bf16", is_flag=True, help="Alias for --precision bf16.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a Config field (repeatable).")
-def command(method: str, bf16: bool, sets: tuple[str, ...], **options) -> None:
+def command(method: str, sets: tuple[str, ...], **options) -> None:
     """Train METHOD and write a loadable model directory to --out.
 
     Runs on whatever Accelerate finds; for several processes use
     `accelerate launch --multi_gpu --num_processes N -m genzoo fit ...`.
     """
-    if bf16:
-        if options["precision"] not in ("auto", "bf16"):
-            raise click.UsageError(f"--bf16 and --precision {options['precision']} disagree; pass one of them")
-        options["precision"] = "bf16"
     try:
         path = fit(method, config=parse_assignments(sets), command=command_line(), **options)
     except KeyboardInterrupt:
