@@ -47,6 +47,8 @@ packages = ["{package}"]
 
 [tool.pytest.ini_options]
 testpaths = ["tests"]
+addopts = "-m 'not slow'"
+markers = ["slow: starts processes; run with pytest -m slow"]
 '''
 
 INIT = '''"""genzoo-{name}: the genzoo plugin that provides the {name} method."""
@@ -139,11 +141,12 @@ class {cls}(genzoo.Method):
 
 TESTS = '''"""genzoo-{name}: genzoo's contract checks, and the command line the way a user calls it."""
 
+import pytest
 from click.testing import CliRunner
 
 import genzoo
 from genzoo.cli import cli
-from genzoo.testing import check_method, parametrize_with_checks
+from genzoo.testing import check_method, check_several_processes, parametrize_with_checks
 
 from {package} import {cls}
 
@@ -157,6 +160,11 @@ def test_contract(method_cls, config, check):
 
 def test_check_method_reports_every_rule_passed():
     assert "check_per_image_seeding" in check_method({cls}, SMALL)
+
+
+@pytest.mark.slow
+def test_two_processes_train_as_one():
+    check_several_processes({cls}, SMALL)  # genzoo fit under 2 CPU processes; about half a minute
 
 
 def test_the_plugin_is_found_through_its_entry_point():
@@ -188,6 +196,7 @@ PATH/TO/genzoo` in the same environment), then this project:
 
     pip install -e ".[test]"                 # offline, with hatchling installed: add --no-build-isolation
     pytest                                   # genzoo's contract checks and a CLI round trip
+    pytest -m slow                           # the same training under two processes
     genzoo plugins                           # {name} [ok] ...
     genzoo fit {name} --dataset mnist --data-root DATA --steps 300 --batch-size 256 --out runs/{name}
     genzoo sample runs/{name} -o grid.png
