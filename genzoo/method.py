@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import inspect
 import typing
-from typing import Any, ClassVar, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVar
 
 import torch
 from torch import nn
@@ -185,17 +185,11 @@ class Method(nn.Module):
         device = self._move_to(device)
         if n == 0:
             return torch.empty(0, *self._shape_or_empty())
-        out = []
-        with self._inference():
-            precision = self._precision(precision, device, "sample", lambda: self.sample_batch(
-                Noise(seed, start, start + min(n, batch_size)),
-                None if label_tensor is None else label_tensor[:batch_size].to(device), **options))
-            for lo, hi in _batches(n, batch_size, progress, "sampling"):
-                batch_labels = None if label_tensor is None else label_tensor[lo:hi].to(device)
-                with autocast(precision, device), self._showing_steps(progress):
-                    images = self.sample_batch(Noise(seed, start + lo, start + hi), batch_labels, **options)
-                out.append(self._check_images(images, hi - lo, "sample_batch").cpu())
-        return torch.cat(out)
+
+        def batch(lo: int, hi: int, labels: torch.Tensor | None) -> torch.Tensor:
+            return self.sample_batch(Noise(seed, start + lo, start + hi), labels, **options)
+
+        return self._in_batches("sample", n, batch, label_tensor, batch_size, device, precision, progress)
 
     def refine(
         self,
@@ -228,18 +222,11 @@ class Method(nn.Module):
         device = self._move_to(device)
         if n == 0:
             return x.clone()
-        out = []
-        with self._inference():
-            precision = self._precision(precision, device, "refine", lambda: self.refine_batch(
-                x[:batch_size].to(device), None if label_tensor is None else label_tensor[:batch_size].to(device),
-                Noise(seed, 0, min(n, batch_size), "refine"), steps, **options))
-            for start, stop in _batches(n, batch_size, progress, "refining"):
-                batch = x[start:stop].to(device)
-                batch_labels = None if label_tensor is None else label_tensor[start:stop].to(device)
-                with autocast(precision, device), self._showing_steps(progress):
-                    images = self.refine_batch(batch, batch_labels, Noise(seed, start, stop, "refine"), steps, **options)
-                out.append(self._check_images(images, stop - start, "refine_batch").cpu())
-        return torch.cat(out)
+
+        def batch(lo: int, hi: int, labels: torch.Tensor | None) -> torch.Tensor:
+            return self.refine_batch(x[lo:hi].to(device), labels, Noise(seed, lo, hi, "refine"), steps, **options)
+
+        return self._in_batches("refine", n, batch, label_tensor, batch_size, device, precision, progress)
 
     # -- hooks for subclasses -----------------------------------------------------------------
 
@@ -303,6 +290,26 @@ class Method(nn.Module):
         return progress_bar(iterable, True, desc=desc, unit="step", leave=False, position=1)
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _in_batches(self, verb: str, n: int, batch: Callable[[int, int, torch.Tensor | None], torch.Tensor],
+                    labels: torch.Tensor | None, batch_size: int, device: torch.device, precision: str,
+                    progress: bool) -> torch.Tensor:
+        """``batch(lo, hi, labels)`` over images 0..n-1 in batches, in eval mode without gradients, at the
+        precision asked for (``auto`` times the first batch both ways); the images checked, on the CPU."""
+        hook = f"{verb}_batch"
+
+        def labels_of(lo: int, hi: int) -> torch.Tensor | None:
+            return None if labels is None else labels[lo:hi].to(device)
+
+        out = []
+        with self._inference():
+            first = min(n, batch_size)
+            precision = self._precision(precision, device, verb, lambda: batch(0, first, labels_of(0, first)))
+            for lo, hi in _batches(n, batch_size, progress, "sampling" if verb == "sample" else "refining"):
+                with autocast(precision, device), self._showing_steps(progress):
+                    images = batch(lo, hi, labels_of(lo, hi))
+                out.append(self._check_images(images, hi - lo, hook).cpu())
+        return torch.cat(out)
 
     @contextlib.contextmanager
     def _showing_steps(self, progress: bool) -> Iterator[None]:
