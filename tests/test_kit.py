@@ -242,13 +242,13 @@ def _readme_commands(readme: Path) -> list[list[str]]:
 @pytest.mark.slow
 def test_the_readme_of_a_new_plugin_runs_as_written(tmp_path, mnist_root):
     """Every command in a new project's README, in order, in a fresh environment that sees genzoo's:
-    the editable install offline (--no-build-isolation, as the README says), the project's own tests,
-    genzoo plugins, a fit on MNIST and a sample grid."""
+    the editable install offline (--no-build-isolation, as the README says), the project's own tests
+    (default and slow), genzoo plugins, a fit on MNIST and a sample grid."""
     project = tmp_path / "genzoo-flow-toy"
     made = CliRunner().invoke(cli, ["new-plugin", "flow-toy", str(project)])
     assert made.exit_code == 0, made.output
     commands = _readme_commands(project / "README.md")
-    assert [words[0] for words in commands] == ["pip", "pytest", "genzoo", "genzoo", "genzoo"]
+    assert [words[0] for words in commands] == ["pip", "pytest", "pytest", "genzoo", "genzoo", "genzoo"]
     environment = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)], check=True, timeout=120)
     site = next(environment.glob("lib/python*/site-packages"))
@@ -265,7 +265,7 @@ def test_the_readme_of_a_new_plugin_runs_as_written(tmp_path, mnist_root):
         assert done.returncode == 0, f"{' '.join(words)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         outputs.append(done.stdout)
     assert (site / "_genzoo_flow_toy.pth").is_file()  # installed in the new environment, editable
-    assert " passed" in outputs[1] and "flow-toy [ok]" in outputs[2]
+    assert " passed" in outputs[1] and " passed" in outputs[2] and "flow-toy [ok]" in outputs[3]
     assert (project / "runs" / "flow-toy" / "model.safetensors").is_file() and (project / "grid.png").is_file()
 
 
