@@ -5,7 +5,8 @@
 
 N Heun steps make 2N - 1 network calls. Each row is ``genzoo eval MODEL --opt steps=N`` on ``-n``
 samples against mnist:test, with the seconds generation took on this machine (the CPU is named in
-the JSON).
+the JSON). Real training digits, blurred and noised, are scored at the same ``-n`` beside them: FID and
+KID depend on the number of images.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 
 import genzoo
-from harness import machine, parser, write_json
+from harness import machine, parser, reference_rows_at, write_json
 
 
 def main() -> None:
@@ -36,8 +37,9 @@ def main() -> None:
         print(json.dumps({k: v for k, v in row.items() if k != "metrics"} | {"fid": report["metrics"].get("fid")}),
               flush=True)
         rows.append(row)
+    references = reference_rows_at(args.n, args.data_root, args.metrics, args.ref)
     write_json(args.json, {"model": args.model, "n": args.n, "seed": args.seed, "ref": args.ref,
-                           "hardware": machine(), "rows": rows})
+                           "hardware": machine(), "rows": rows, "reference_rows": references})
 
 
 if __name__ == "__main__":

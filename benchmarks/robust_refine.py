@@ -43,12 +43,13 @@ def main() -> None:
     p.add_argument("--sample-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a sample option of the generator (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generator's samples (refinement noise too)")
+    p.add_argument("--metrics", default="fid,kid,precision,recall", help="comma list (add swd for pixel SWD)")
     args = p.parse_args()
     register_ablations()
 
     generator = genzoo.load(args.generator)
     samples = generator.sample(args.n, seed=args.seed, progress=True, **_options(args.sample_opt))
-    metrics = "fid,kid,precision,recall"
+    metrics = args.metrics
     rows = {"unrefined": genzoo.evaluate(samples, n=args.n, metrics=metrics, ref=args.ref, data_root=args.data_root,
                                          progress=False)}
     print("unrefined", json.dumps(rows["unrefined"]["metrics"]), flush=True)

@@ -1,0 +1,40 @@
+"""A GAN and IGN on the same network, trained for the same steps at the same batch: their samples
+scored side by side, with reference rows at the same number of images.
+
+    python benchmarks/gan_vs_ign.py --gan runs/gan-mnist --ign runs/ign-equal --data-root DATA -n 10000 \
+        --json benchmarks/results/gan_vs_ign.json
+
+Each model is a run folder or a catalogue name. FID, KID, precision, recall and class entropy in
+features-mnist, SWD on pixels, against mnist:test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import genzoo
+from harness import machine, parser, reference_rows_at, write_json
+
+METRICS = "fid,kid,precision,recall,accuracy,swd"
+
+
+def main() -> None:
+    p = parser(__doc__, data=True)
+    p.add_argument("--gan", required=True)
+    p.add_argument("--ign", required=True)
+    p.add_argument("-n", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    runs = {}
+    for method, source in (("gan", args.gan), ("ign", args.ign)):
+        model = genzoo.load(source)
+        report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics=METRICS, data_root=args.data_root,
+                                 progress=False)
+        runs[method] = {"source": source, "metrics": report["metrics"], "generate_seconds": report["seconds"]["generate"]}
+        print(json.dumps({"method": method, "fid": report["metrics"]["fid"]}), flush=True)
+    write_json(args.json, {"n": args.n, "seed": args.seed, "ref": "mnist:test", "hardware": machine(), "runs": runs,
+                           "reference_rows": reference_rows_at(args.n, args.data_root, METRICS)})
+
+
+if __name__ == "__main__":
+    main()
