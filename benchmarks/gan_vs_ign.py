@@ -11,6 +11,7 @@ features-mnist, SWD on pixels, against mnist:test.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import genzoo
 from harness import machine, parser, reference_rows_at, write_json
@@ -30,7 +31,7 @@ def main() -> None:
         model = genzoo.load(source)
         report = genzoo.evaluate(model, n=args.n, seed=args.seed, metrics=METRICS, data_root=args.data_root,
                                  progress=False)
-        runs[method] = {"source": source, "metrics": report["metrics"], "generate_seconds": report["seconds"]["generate"]}
+        runs[method] = {"source": Path(source).name, "metrics": report["metrics"], "generate_seconds": report["seconds"]["generate"]}
         print(json.dumps({"method": method, "fid": report["metrics"]["fid"]}), flush=True)
     write_json(args.json, {"n": args.n, "seed": args.seed, "ref": "mnist:test", "hardware": machine(), "runs": runs,
                            "reference_rows": reference_rows_at(args.n, args.data_root, METRICS)})

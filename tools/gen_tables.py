@@ -28,7 +28,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-PAGES = ("docs/results.md", "docs/methods/ign.md", "docs/methods/robust.md", "docs/methods/mmb.md")
+PAGES = ("docs/results.md", "docs/methods/ign.md", "docs/methods/robust.md", "docs/methods/mmb.md",
+         "docs/methods/edm.md", "docs/methods/consistency.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 # -- sources -------------------------------------------------------------------------------------
@@ -381,40 +382,65 @@ def robust_refiners() -> str:
 def generators_and_refiners() -> str:
     def cell(file: str, key: str) -> str:
         m = report(file, key)
-        return f"{fid(m)} ({m['precision']:.2f} / {m['recall']:.2f} / {m['classes']['entropy']:.3f})"
+        return f"{fid(m)} ({m['recall']:.2f} / {m['swd']:.1f})"
 
-    rows = [
-        ["`ign-mnist`", cell("robust_eps1_n10000.json", "unrefined"), cell("robust_eps1_n10000.json", "robust-mnist"),
-         cell("robust_on_ign_transfer.json", "robust-consistency-mnist"),
-         cell("robust_on_ign_transfer.json", "consistency-mnist")],
-        ["`consistency-mnist`, 1 step", *(cell("robust_on_consistency_1step.json", key) for key in
-                                          ("unrefined", "robust-mnist", "robust-consistency-mnist")), "-"],
-        ["`consistency-mnist`, 2 steps", *(cell("robust_on_consistency_2step.json", key) for key in
-                                           ("unrefined", "robust-mnist", "robust-consistency-mnist")), "-"],
-        ["`mmb-mnist`", *(cell("robust_on_mmb.json", key) for key in
-                          ("unrefined", "robust-mnist", "robust-consistency-mnist", "consistency-mnist"))],
-    ]
+    rows = [[f"`consistency-mnist`, {label}", *(cell(file, key) for key in
+                                                 ("unrefined", "robust-mnist", "robust-consistency-mnist"))]
+            for label, file in (("1 step", "robust_on_consistency_1step.json"),
+                                ("2 steps", "robust_on_consistency_2step.json"))]
     for name, label in (("real", "real training digits"), ("blur", "Gaussian blur sigma 1")):
         m = reference("mnist", name)
-        rows.append([f"reference: {label}", f"{fid(m)} ({m['precision']:.2f} / {m['recall']:.2f} / -)", "", "", ""])
+        rows.append([f"reference: {label}", f"{fid(m)} ({m['recall']:.2f} / {m['swd']:.1f})", "", ""])
     return table(["generator", "no refiner", "`robust-mnist` (trained against ign-mnist)",
-                  "`robust-consistency-mnist` (trained against consistency-mnist)",
-                  "`consistency-mnist` as refiner (sigma 2.0)"], rows)
+                  "`robust-consistency-mnist` (trained against consistency-mnist, one step)"], rows)
+
+
+# -- EDM and GAN ------------------------------------------------------------------------------------
+
+
+def sampler_cells(m: dict) -> list[str]:
+    return [fid(m), kid(m), three(m["precision"]), three(m["recall"]), entropy(m), fixed(m.get("swd"), 2)]
+
+
+SAMPLER_HEADER = ["FID", "KID", "precision", "recall", "class entropy", "SWD"]
+SAME_N_REFERENCES = {"real training images": "real training digits", "Gaussian blur sigma 1": "blurred, sigma 1",
+                     "additive noise sigma 0.1": "noise sigma 0.1"}
+
+
+def same_n_reference_rows(data: dict, blanks: int) -> list[list[str]]:
+    return [[f"reference: {SAME_N_REFERENCES[name]}", *[""] * blanks, *sampler_cells(m)]
+            for name, m in data["reference_rows"].items()]
+
+
+def edm_steps() -> str:
+    data = result("edm_steps.json")
+    rows = [[str(r["steps"]), str(r["network_calls"]), *sampler_cells(r["metrics"]),
+             fixed(1000 * r["generate_seconds"] / data["n"], 0)] for r in data["rows"]]
+    rows += [[*row, ""] for row in same_n_reference_rows(data, 1)]
+    caption = (f"{data['n']:,} samples (seed {data['seed']}) of `{data['model']}` against {data['ref']}, "
+               f"features-mnist (SWD on pixels); seconds to generate 1,000 images on {data['hardware']}.\n\n")
+    return caption + table(["Heun steps", "network calls", *SAMPLER_HEADER, "s / 1,000 images"], rows)
+
+
+def gan_vs_ign() -> str:
+    data = result("gan_vs_ign.json")
+    rows = [[f"`{method}` ({run['source'].rsplit('/', 1)[-1]})", *sampler_cells(run["metrics"])]
+            for method, run in data["runs"].items()]
+    rows += same_n_reference_rows(data, 0)
+    caption = (f"{data['n']:,} samples (seed {data['seed']}) against {data['ref']}, features-mnist "
+               f"(SWD on pixels).\n\n")
+    return caption + table(["model", *SAMPLER_HEADER], rows)
 
 
 # -- consistency and MMB ----------------------------------------------------------------------------
 
 
 def consistency_mnist() -> str:
-    def cells(m: dict) -> list[str]:
-        return [fid(m), kid(m), three(m["precision"]), three(m["recall"])]
-
-    rows = [["1 step", *cells(report("consistency_mnist_1step.json")), fixed(report("consistency_mnist_1step.json")
-                                                                             ["classes"]["entropy"], 3)],
-            ["2 steps (mid_sigma 2.0)", *cells(report("consistency_mnist_2step.json")),
-             fixed(report("consistency_mnist_2step.json")["classes"]["entropy"], 3)]]
-    rows += reference_rows("mnist", ["real", "blur", "noise 0.3"], lambda m: [*cells(m), ""])
-    return table(["sampler", "FID", "KID (raw)", "precision", "recall", "class entropy"], rows)
+    mid_sigma = bundled_config("consistency-mnist")["mid_sigma"]
+    rows = [["1 step", *sampler_cells(report("consistency_mnist_1step.json"))],
+            [f"2 steps (mid_sigma {mid_sigma})", *sampler_cells(report("consistency_mnist_2step.json"))]]
+    rows += reference_rows("mnist", ["real", "blur", "noise 0.3"], sampler_cells)
+    return table(["sampler", *SAMPLER_HEADER], rows)
 
 
 MMB_ROWS = {"runs/disjoint3-ms15": "`mmb-mnist` (three classifiers, shared set, mode seeking 15)",
@@ -450,7 +476,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "ign-cifar10": ign_cifar10, "ign-celeba64": ign_celeba64, "ign-passes": ign_passes, "ign-models": ign_models,
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
-    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist,
+    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-steps": edm_steps,
 }
 
 
