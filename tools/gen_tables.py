@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGES = ("docs/results.md", "docs/methods/ign.md", "docs/methods/robust.md", "docs/methods/mmb.md",
-         "docs/methods/edm.md", "docs/methods/consistency.md")
+         "docs/methods/edm.md", "docs/methods/consistency.md", "docs/methods/gan.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 # -- sources -------------------------------------------------------------------------------------
@@ -476,7 +476,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "ign-cifar10": ign_cifar10, "ign-celeba64": ign_celeba64, "ign-passes": ign_passes, "ign-models": ign_models,
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
-    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-steps": edm_steps,
+    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-steps": edm_steps, "gan-vs-ign": gan_vs_ign,
 }
 
 
