@@ -131,6 +131,7 @@ TRAINING_MODULES = ("genzoo.train", "genzoo.fitoptions", "genzoo.checkpoints", "
                     "genzoo.metrics.features", "accelerate", "torchmetrics")
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the default suite stays under 3 minutes
 def test_help_imports_no_verb_nor_torch_and_sample_imports_no_training_code(tmp_path):
     import subprocess
     import sys

@@ -96,6 +96,7 @@ def test_the_teacher_receives_no_gradient():
     assert out["loss"].requires_grad and out["levels"].item() == 11
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the default suite stays under 3 minutes
 def test_training_pulls_one_step_samples_onto_a_single_image():
     """On data that is one image, f(sigma_max z) must move from grey towards that image."""
     torch.manual_seed(0)

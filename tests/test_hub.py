@@ -520,6 +520,7 @@ def test_cli_pull_of_a_registry_model(hub, toy_model_dir):
     assert result.exit_code == 1 and "has no Hub repo" in result.output
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the default suite stays under 3 minutes
 def test_cli_in_a_fresh_process_honours_the_environment(hub, toy_model_dir, tmp_path, hf_home):
     """No patching here: a new interpreter reads HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE itself."""
     commit = genzoo.push_to_hub(toy_model_dir, "org/proc")

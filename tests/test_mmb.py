@@ -158,6 +158,7 @@ def test_reconstruction_starts_at_the_mean_image_once(toy_classifier):
 # -- the 2D toy: generated points land on the margin points ------------------------------------------
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the default suite stays under 3 minutes
 def test_generator_trained_from_the_classifier_alone_lands_on_its_margin_points(toy_classifier):
     path, x, y, _ = toy_classifier
     torch.manual_seed(0)

@@ -262,6 +262,7 @@ def test_predicted_labels_do_not_depend_on_the_batch(toy_site, tmp_path):
     assert torch.equal(model.predict_labels(x)[:3], model.predict_labels(x[:3]))
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the default suite stays under 3 minutes
 def test_bundled_robust_mnist_refines_ign_samples_towards_their_labels_within_the_ball():
     from genzoo.metrics.features import extract, feature_space
 

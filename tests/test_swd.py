@@ -38,6 +38,7 @@ def test_equal_sets_score_zero_and_a_figure_repeats_exactly():
     assert swd(images, other, seed=4, descriptors=2048) != first
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the default suite stays under 3 minutes
 def test_blur_and_noise_move_the_finest_level_most():
     real, held_out = _smooth_images(200, seed=0), _smooth_images(200, seed=1)
     sharp_real, sharp_held = (x + 0.1 * torch.rand(x.shape, generator=torch.Generator().manual_seed(i))
