@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 
 import genzoo
-from harness import machine, parser, reference_rows_at, write_json
+from harness import machine, parser, write_json
+from reference_rows import rows_at
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
         print(json.dumps({k: v for k, v in row.items() if k != "metrics"} | {"fid": report["metrics"].get("fid")}),
               flush=True)
         rows.append(row)
-    references = reference_rows_at(args.n, args.data_root, args.metrics, args.ref)
+    references = rows_at(args.n, args.data_root, args.metrics, args.ref)
     write_json(args.json, {"model": args.model, "n": args.n, "seed": args.seed, "ref": args.ref,
                            "hardware": machine(), "rows": rows, "reference_rows": references})
 

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 import genzoo
-from harness import machine, parser, reference_rows_at, write_json
+from harness import machine, parser, write_json
+from reference_rows import rows_at
 
 METRICS = "fid,kid,precision,recall,accuracy,swd"
 
@@ -34,7 +35,7 @@ def main() -> None:
         runs[method] = {"source": Path(source).name, "metrics": report["metrics"], "generate_seconds": report["seconds"]["generate"]}
         print(json.dumps({"method": method, "fid": report["metrics"]["fid"]}), flush=True)
     write_json(args.json, {"n": args.n, "seed": args.seed, "ref": "mnist:test", "hardware": machine(), "runs": runs,
-                           "reference_rows": reference_rows_at(args.n, args.data_root, METRICS)})
+                           "reference_rows": rows_at(args.n, args.data_root, METRICS)})
 
 
 if __name__ == "__main__":

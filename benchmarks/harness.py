@@ -74,19 +74,3 @@ def machine() -> str:
         pass
     return f"{name}, {torch.get_num_threads()} threads"
 
-
-def reference_rows_at(n: int, data_root: str | None, metrics: str, ref: str = "mnist:test",
-                      names: tuple[str, ...] = ("real training images", "Gaussian blur sigma 1",
-                                                "additive noise sigma 0.1")) -> dict[str, dict]:
-    """Reference rows scored at ``n`` images, for a table whose models were scored at that ``n`` (FID and KID
-    depend on it): real training images of ``ref``'s dataset (a fixed subset) and their degraded copies."""
-    import genzoo
-    from genzoo.datasets import fixed_permutation, load_dataset
-    from reference_rows import degraded_rows
-
-    train = load_dataset(ref.split(":")[0] + ":train", data_root)
-    index = fixed_permutation(len(train), seed=1)[:n]
-    rows = degraded_rows(train.floats(index))
-    labels = train.labels[index] if train.labels is not None else None
-    return {name: genzoo.evaluate(rows[name], n=n, ref=ref, labels=labels, metrics=metrics, data_root=data_root,
-                                  progress=False)["metrics"] for name in names}

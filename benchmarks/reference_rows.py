@@ -52,6 +52,24 @@ def degraded_rows(train: torch.Tensor, seed: int = 0) -> dict[str, torch.Tensor]
     }
 
 
+def training_subset(train_spec: str, n: int, data_root: str | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The reference rows' real images: a fixed random subset of ``n`` training images, and their labels."""
+    train = load_dataset(train_spec, data_root)
+    index = fixed_permutation(len(train), seed=1)[:n]
+    return train.floats(index), (train.labels[index] if train.labels is not None else None)
+
+
+def rows_at(n: int, data_root: str | None, metrics: str, ref: str = "mnist:test",
+            names: tuple[str, ...] = ("real training images", "Gaussian blur sigma 1",
+                                      "additive noise sigma 0.1")) -> dict[str, dict]:
+    """Reference rows scored at ``n`` images (their metrics), for a table whose models were scored at that
+    ``n``: FID and KID depend on it."""
+    images, labels = training_subset(ref.split(":")[0] + ":train", n, data_root)
+    rows = degraded_rows(images)
+    return {name: genzoo.evaluate(rows[name], n=n, ref=ref, labels=labels, metrics=metrics, data_root=data_root,
+                                  progress=False)["metrics"] for name in names}
+
+
 def feature_accuracy(space, test) -> float:
     """The feature network's accuracy on the test split: on its labels, or on the turns it learnt to predict."""
     images = test.floats()
@@ -81,13 +99,11 @@ def main() -> None:
     accuracy = feature_accuracy(space, test)
     print(f"{space.name}: accuracy {accuracy:.4f} on {setting['ref']} ({setting['task']})", flush=True)
 
-    train = load_dataset(setting["train"], args.data_root)
-    index = fixed_permutation(len(train), seed=1)[: args.n or setting["n"]]
-    labels = train.labels[index] if train.labels is not None else None
+    real, labels = training_subset(setting["train"], args.n or setting["n"], args.data_root)
     metrics = args.metrics or "fid,kid,precision,recall" + (",accuracy" if space.can_classify() else "")
     primary = metrics.split(",")[0]
     rows = {}
-    for name, images in degraded_rows(train.floats(index)).items():
+    for name, images in degraded_rows(real).items():
         t = time.time()
         report = genzoo.evaluate(images, n=len(images), ref=setting["ref"], labels=labels, metrics=metrics,
                                  data_root=args.data_root, progress=False,

@@ -28,25 +28,6 @@ BY_PAGE = {page: [c for c in ALL if c.page == page] for page in dict.fromkeys(c.
 # Pages whose commands still lack the notes the test suite reads. Each entry fails its tests on purpose
 # (strict xfail): when the page is fixed, the tests pass and the entry must go.
 NOTES_PENDING: dict[str, str] = {}
-# Methods whose catalogue models may not exist yet: a command naming such a model is expected to fail until it does.
-NOT_BUNDLED_YET = ("edm-mnist", "gan-mnist", "edm", "gan")
-
-
-def not_bundled(command: Command) -> str:
-    """The model a command names that the catalogue does not hold yet (of NOT_BUNDLED_YET), or ""."""
-    from genzoo.plugins import get_host
-
-    words = [w for w in shlex.split(command.text) if "=" not in w or w.startswith("-")]
-    if words[:1] != ["genzoo"] or words[1:2] == ["fit"]:  # a fit trains one; it needs none
-        return ""
-    host = get_host()
-    loaded = words[2:3] if words[1:2] and words[1] in ("sample", "refine", "eval", "export", "push") else []
-    for word in loaded + [w for w in words if w in NOT_BUNDLED_YET[:2]]:
-        if word in NOT_BUNDLED_YET:
-            name = host.method(word).default_model if host.has_method(word) else word
-            if name not in host.all_models():
-                return name
-    return ""
 
 
 def cheap_prefix(page_commands: list[Command]) -> list[Command]:
@@ -148,9 +129,6 @@ CHEAP = [(page, i) for page, found in BY_PAGE.items() for i in range(len(cheap_p
 @pytest.mark.parametrize("page, index", CHEAP, ids=[f"{page}:{BY_PAGE[page][i].line}" for page, i in CHEAP])
 def test_a_command_that_needs_no_data_runs_as_written(page, index, page_runs, monkeypatch):
     """One test per command, in the page's order in the page's folder (the commands before it run first)."""
-    missing = not_bundled(BY_PAGE[page][index])
-    if missing:
-        pytest.xfail(f"model not bundled yet: {missing}")
     state = page_runs(page)
     monkeypatch.chdir(state.folder)
     state.up_to(BY_PAGE[page], index, str(data_root()))
@@ -167,17 +145,5 @@ def test_every_command_of_a_page_runs_with_the_data(page, tmp_path, monkeypatch)
     found = BY_PAGE[page]
     if all(c.skip for c in found):
         pytest.skip(f"{page} marks every command as not run: {found[0].skip}")
-    missing = [name for name in map(not_bundled, found) if name]
-    if missing:
-        pytest.xfail(f"model not bundled yet: {', '.join(dict.fromkeys(missing))}")
     monkeypatch.chdir(tmp_path)
     PageRun(tmp_path).up_to(found, len(found) - 1, str(root))
-
-
-def test_a_command_naming_a_model_the_catalogue_lacks_is_known_as_not_bundled_yet():
-    from genzoo.plugins import get_host
-
-    bundled = "edm-mnist" in get_host().all_models()
-    assert bool(not_bundled(Command("p", 1, "genzoo sample edm-mnist -o x.png"))) is not bundled
-    assert not_bundled(Command("p", 1, "genzoo fit edm --dataset mnist --steps 2 --out runs/edm")) == ""
-    assert not_bundled(Command("p", 1, "genzoo sample ign -o x.png")) == ""

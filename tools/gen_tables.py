@@ -424,7 +424,7 @@ def edm_steps() -> str:
 
 def gan_vs_ign() -> str:
     data = result("gan_vs_ign.json")
-    rows = [[f"`{method}` ({run['source'].rsplit('/', 1)[-1]})", *sampler_cells(run["metrics"])]
+    rows = [[f"`{method}` ({run['source']})", *sampler_cells(run["metrics"])]
             for method, run in data["runs"].items()]
     rows += same_n_reference_rows(data, 0)
     caption = (f"{data['n']:,} samples (seed {data['seed']}) against {data['ref']}, features-mnist "
