@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,10 @@ def make_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         for folder in [out] + [out / name for name in ("checkpoints", "samples") if (out / name).is_dir()]:
-            probe = folder / f".write-test-{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
+            # a unique name: two fits on one --out may probe at the same moment
+            handle, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+            os.close(handle)
+            os.unlink(probe)
     except OSError as exc:
         raise GenzooError(f"--out {out}: {folder} is not writable ({os_reason(exc)}); choose a folder you can write "
                           f"to, or fix its permissions") from None
