@@ -11,7 +11,8 @@ noise level's input scale. Two measurements.
 
 2. Short runs from scratch (``train``): the same recipe with and without each fix (shared masks;
    c_noise = ln(sigma)/4 against 250 ln(sigma)), each scored at every checkpoint on ``-n`` samples
-   (one step, and two steps at mid_sigma 0.821): FID, recall and class entropy in features-mnist.
+   (one step, and two steps at mid_sigma 0.821): FID, recall and class entropy in features-mnist,
+   beside the reference rows (real, blurred and noised training digits) scored at the same ``-n``.
    The variant with independent masks is a subclass defined here (it is not an option of the
    product).
 
@@ -34,6 +35,7 @@ from genzoo_consistency import Consistency
 from genzoo_consistency.schedule import lognormal_weights, pseudo_huber
 from genzoo_edm.karras import karras_sigmas
 from harness import parser, write_json
+from reference_rows import rows_at
 
 VARIANTS = {"shared-log4": (True, 0.25), "independent-log4": (False, 0.25), "shared-250": (True, 250.0),
             "independent-250": (False, 250.0)}
@@ -128,8 +130,10 @@ def run_training(args) -> dict:
             curve.append(row)
         results.append({"variant": name, "shared_mask": shared, "noise_scale": scale, "training_seconds": seconds,
                         "curve": curve})
+    references = {name: {"fid": round(m["fid"], 1), "recall": round(m["recall"], 3)}
+                  for name, m in rows_at(args.n, args.data_root, "fid,recall").items()}
     return {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "n": args.n, "seed": args.seed,
-            "variants": results}
+            "variants": results, "reference_rows": references}
 
 
 def main() -> None:
