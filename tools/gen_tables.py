@@ -423,13 +423,13 @@ def edm_steps() -> str:
 
 
 def gan_vs_ign() -> str:
-    data = result("gan_vs_ign.json")
-    rows = [[f"`{method}` ({run['source']})", *sampler_cells(run["metrics"])]
-            for method, run in data["runs"].items()]
-    rows += same_n_reference_rows(data, 0)
-    caption = (f"{data['n']:,} samples (seed {data['seed']}) against {data['ref']}, features-mnist "
-               f"(SWD on pixels).\n\n")
-    return caption + table(["model", *SAMPLER_HEADER], rows)
+    comparisons = [result(name) for name in ("gan_vs_ign.json", "gan_vs_ign_3000.json")]
+    rows = [[f"{run['steps']:,}", f"`{method}` ({run['source']})", *sampler_cells(run["metrics"])]
+            for data in comparisons for method, run in data["runs"].items()]
+    first = comparisons[0]
+    rows += same_n_reference_rows(first, 1)
+    caption = f"{first['n']:,} samples (seed {first['seed']}) against {first['ref']}, features-mnist (SWD on pixels).\n\n"
+    return caption + table(["steps", "model", *SAMPLER_HEADER], rows)
 
 
 # -- consistency and MMB ----------------------------------------------------------------------------
