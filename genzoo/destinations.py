@@ -29,12 +29,22 @@ def os_reason(exc: OSError) -> str:
     return REFUSALS.get(exc.errno, exc.strerror or type(exc).__name__)
 
 
+def prove_writable(folder: Path) -> None:
+    """Create and remove a file in ``folder``, or raise the operating system's refusal.
+
+    This works for every user (root ignores permission bits, not a read-only mount), and the file's
+    name is unique, so two writers may probe one folder at the same moment.
+    """
+    handle, probe = tempfile.mkstemp(prefix=".genzoo-write-test-", dir=folder)
+    os.close(handle)
+    os.unlink(probe)
+
+
 def check_destination(path: str | os.PathLike, *, folder: bool = False) -> Path:
     """Refuse ``path`` (a file, or a ``folder``) unless it can be written, before any work; return it.
 
     Missing folders on the way are fine (the writer creates them) when the nearest existing one is
-    writable; that folder is proved writable by creating and removing a file in it, which works
-    for every user (root ignores permission bits, not a read-only mount).
+    writable (:func:`prove_writable`).
     """
     path = Path(path).expanduser()
     base = path if folder and path.is_dir() else path.parent
@@ -43,9 +53,7 @@ def check_destination(path: str | os.PathLike, *, folder: bool = False) -> Path:
     if not base.is_dir():
         raise GenzooError(f"cannot write {path}: {base} is a file, not a folder; choose another path")
     try:
-        handle, probe = tempfile.mkstemp(prefix=".genzoo-write-test-", dir=base)
-        os.close(handle)
-        os.unlink(probe)
+        prove_writable(base)
     except OSError as exc:
         raise GenzooError(f"cannot write {path}: {base} is not writable ({os_reason(exc)}); choose a folder you can "
                           f"write to, or fix its permissions") from None

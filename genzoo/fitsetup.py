@@ -11,7 +11,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import torch
 from . import checkpoints as ckpt
 from .batches import BatchSampler
 from .configs import config_to_dict
-from .destinations import os_reason
+from .destinations import os_reason, prove_writable
 from .ema import EMA
 from .errors import ArgumentError, GenzooError
 from .fitoptions import FitOptions
@@ -61,10 +60,7 @@ def make_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         for folder in [out] + [out / name for name in ("checkpoints", "samples") if (out / name).is_dir()]:
-            # a unique name: two fits on one --out may probe at the same moment
-            handle, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
-            os.close(handle)
-            os.unlink(probe)
+            prove_writable(folder)
     except OSError as exc:
         raise GenzooError(f"--out {out}: {folder} is not writable ({os_reason(exc)}); choose a folder you can write "
                           f"to, or fix its permissions") from None
