@@ -1,8 +1,9 @@
-"""EDM: a diffusion model with Karras et al.'s preconditioning, loss and deterministic Heun sampler.
+"""EDM: a diffusion model with Karras et al.'s preconditioning, loss and Heun sampler.
 
 D(x, sigma) = c_skip x + c_out F(c_in x, c_noise) denoises an image at any noise level; it is trained by
-weighted regression onto the clean image at lognormally drawn levels. sample = Heun's method on the
-probability-flow ODE from sigma_max to 0; refine = noise an image to a level and solve back (SDEdit).
+weighted regression onto the clean image at lognormally drawn levels. sample = Heun's method from sigma_max
+to 0, deterministic or with EDM's churn (Algorithm 2), optionally autoguided by a weaker EDM model of the
+same data (Karras et al., NeurIPS 2024); refine = noise an image to a level and solve back (SDEdit).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Annotated
 import torch
 
 import genzoo
-from genzoo.configs import Positive, Range, UnitOpen
+from genzoo.configs import NonNegative, Positive, Range, UnitOpen
 
 from .karras import c_noise, edm_scalings, karras_sigmas
+from .sampler import Churn, Denoiser, heun
 from .unet import UNet, check_shape
 
 PAPER = """@inproceedings{karras2022elucidating,
@@ -45,6 +47,12 @@ class EDMConfig:
     p_mean: float = -1.2  # training levels: ln sigma ~ N(p_mean, p_std^2)
     p_std: Annotated[float, Positive] = 1.2
     sample_steps: Annotated[int, Range(1, MAX_STEPS)] = 18  # Heun steps of a sample: 2 x steps - 1 network calls
+    s_churn: Annotated[float, NonNegative] = 0.0  # sampler noise (EDM Algorithm 2): 0 is the deterministic Heun sampler
+    s_tmin: Annotated[float, NonNegative] = 0.05  # churn only at levels in [s_tmin, s_tmax]
+    s_tmax: Annotated[float, NonNegative] = 50.0
+    s_noise: Annotated[float, Positive] = 1.003  # scale of the churn's fresh noise
+    guide: str | None = None  # autoguidance: a weaker EDM model of the same data (name or directory)
+    guidance: Annotated[float, NonNegative] = 1.0  # w in D = w D_self + (1 - w) D_guide; 1: no guide
     refine_sigma: Annotated[float, Positive] = 1.0  # the level refine noises an image to
     refine_steps: Annotated[int, Range(0, MAX_STEPS)] = 10  # Heun steps from refine_sigma back to 0
     lr: Annotated[float, Positive] = 5e-4
@@ -58,6 +66,8 @@ class EDMConfig:
         check_shape(self.image_size, self.levels, self.width)
         if not self.sigma_min < self.sigma_max:
             raise ValueError(f"sigma_min must be below sigma_max, got {self.sigma_min} and {self.sigma_max}")
+        if self.s_tmin > self.s_tmax:
+            raise ValueError(f"s_tmin must not exceed s_tmax, got {self.s_tmin} and {self.s_tmax}")
         if not self.sigma_min < self.refine_sigma <= self.sigma_max:
             raise ValueError(f"refine_sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min}, {self.sigma_max}], "
                              f"got {self.refine_sigma}")
@@ -70,7 +80,9 @@ class EDM(genzoo.Method):
     capabilities = frozenset({"fit", "sample", "refine"})
     default_model = "edm-mnist"
     paper = PAPER
-    sample_options = {"steps": Annotated[int, Range(1, MAX_STEPS)]}
+    sample_options = {"steps": Annotated[int, Range(1, MAX_STEPS)], "s_churn": Annotated[float, NonNegative],
+                      "s_tmin": Annotated[float, NonNegative], "s_tmax": Annotated[float, NonNegative],
+                      "s_noise": Annotated[float, Positive], "guide": str, "guidance": Annotated[float, NonNegative]}
     refine_options = {"sigma": Annotated[float, Positive]}
     # Each Heun step feeds the last one's rounding into the next network call, and oneDNN rounds
     # differently for different batch sizes.
@@ -80,23 +92,18 @@ class EDM(genzoo.Method):
         super().__init__(config)
         c = self.config
         self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout)
+        self._guides: dict[str, EDM] = {}  # autoguidance models, loaded on first use and never saved with this one
 
     def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
         """D(x, sigma): the clean image estimated from x (in [-1, 1] space) at noise level sigma (per image)."""
         c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, self.config.sigma_data))
         return c_skip * x + c_out * self.net(c_in * x, c_noise(sigma)).to(x.dtype)
 
-    def heun(self, x: torch.Tensor, sigmas: list[float]) -> torch.Tensor:
-        """Heun's method on dx/dsigma = (x - D(x, sigma)) / sigma through ``sigmas`` (descending, ending at 0)."""
-        for i in self.track(range(len(sigmas) - 1), "denoising"):
-            sigma, following = sigmas[i], sigmas[i + 1]
-            slope = (x - self._at(x, sigma)) / sigma
-            euler = x + (following - sigma) * slope
-            if following > 0:  # the second-order correction (EDM, Algorithm 1)
-                slope = (slope + (euler - self._at(euler, following)) / following) / 2
-                euler = x + (following - sigma) * slope
-            x = euler
-        return x
+    def heun(self, x: torch.Tensor, sigmas: list[float], churn: Churn = Churn(), noise: genzoo.Noise | None = None,
+             denoise=None) -> torch.Tensor:
+        """Heun's method on dx/dsigma = (x - D(x, sigma)) / sigma through ``sigmas`` (descending, ending at 0);
+        with ``churn``, EDM's stochastic sampler, drawing its fresh noise from ``noise``."""
+        return heun(denoise or self._at, x, sigmas, churn, noise, self.track)
 
     def schedule(self, steps: int, sigma_max: float | None = None) -> list[float]:
         """``steps`` levels from sigma_max (or the given level) down to sigma_min on the rho-schedule, then 0."""
@@ -104,18 +111,58 @@ class EDM(genzoo.Method):
         top = c.sigma_max if sigma_max is None else sigma_max
         return [float(s) for s in karras_sigmas(steps, c.sigma_min, top, c.rho).flip(0)] + [0.0]
 
-    @staticmethod
-    def network_calls(steps: int) -> int:
-        """Network calls of a Heun sample of ``steps`` steps (the last step is a plain Euler step)."""
-        return 2 * steps - 1
+    def network_calls(self, steps: int | None = None, guidance: float | None = None) -> int:
+        """Network calls of a Heun sample of ``steps`` steps (the last step is a plain Euler step), the
+        guide's counted: an autoguided sample calls both networks at every level."""
+        c = self.config
+        calls = 2 * (c.sample_steps if steps is None else steps) - 1
+        return calls * (1 if (c.guidance if guidance is None else guidance) == 1 else 2)
+
+    def guided(self, guide: str | None, guidance: float) -> Denoiser:
+        """D itself, or w D(x, sigma) + (1 - w) D_guide(x, sigma) with the weaker model ``guide`` (autoguidance)."""
+        if guidance == 1:
+            return self._at
+        if not guide:
+            raise genzoo.GenzooError(f"edm sample: guidance {guidance:g} needs a guide model; "
+                                     "add --opt guide=MODEL (a weaker EDM model of the same data)")
+        weaker = self._guide(guide)
+
+        def denoise(x: torch.Tensor, sigma: float) -> torch.Tensor:
+            strong = self._at(x, sigma)
+            return torch.lerp(weaker._at(x, sigma), strong, guidance)
+        return denoise
+
+    def _guide(self, name: str) -> "EDM":
+        if name not in self._guides:
+            guide = genzoo.load(name, device=self.device).eval().requires_grad_(False)
+            if not isinstance(guide, EDM):
+                raise genzoo.GenzooError(f"edm sample: the guide {name!r} is a {guide.name} model; "
+                                         "autoguidance needs an EDM model of the same data")
+            mine, theirs = self.config, guide.config
+            if guide.image_shape != self.image_shape or mine.sigma_data != theirs.sigma_data:
+                raise genzoo.GenzooError(
+                    f"edm sample: the guide {name!r} makes images of shape {guide.image_shape} with sigma_data "
+                    f"{theirs.sigma_data:g}; this model {self.image_shape} with {mine.sigma_data:g}: "
+                    "the guide must be trained on the same data with the same preconditioning")
+            self._guides[name] = guide
+        guide = self._guides[name]
+        return guide.to(self.device)
 
     # -- verbs -------------------------------------------------------------------------------
 
-    def sample_batch(self, noise, labels, steps: int | None = None):
+    def sample_batch(self, noise, labels, steps: int | None = None, s_churn: float | None = None,
+                     s_tmin: float | None = None, s_tmax: float | None = None, s_noise: float | None = None,
+                     guide: str | None = None, guidance: float | None = None):
         c = self.config
         steps = self._steps(c.sample_steps if steps is None else steps, "sample", "steps", low=1)
+        churn = Churn(*(c_value if value is None else float(value) for value, c_value in
+                        ((s_churn, c.s_churn), (s_tmin, c.s_tmin), (s_tmax, c.s_tmax), (s_noise, c.s_noise))))
+        if churn.tmin > churn.tmax:
+            raise genzoo.GenzooError(f"edm sample: s_tmin must not exceed s_tmax, got {churn.tmin:g} and {churn.tmax:g}")
+        denoise = self.guided(c.guide if guide is None else guide, c.guidance if guidance is None else float(guidance))
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
-        return (self.heun(x, self.schedule(steps)).clamp(-1, 1) + 1) / 2
+        x = self.heun(x, self.schedule(steps), churn, noise.child("churn"), denoise)
+        return (x.clamp(-1, 1) + 1) / 2
 
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
         """Noise x to ``sigma`` and solve back in ``steps`` Heun steps (SDEdit); ``steps=0`` returns x."""

@@ -1,0 +1,61 @@
+"""An EDM model's samplers side by side: deterministic Heun, EDM's churn, autoguidance, at stated network calls.
+
+    python benchmarks/edm_sampler.py --model edm-mnist --data-root DATA -n 10000 \\
+        --row "deterministic=steps=18" --row "churn 40=steps=18,s_churn=40" \\
+        --row "autoguided w 2=steps=9,guide=edm-mnist-guide,guidance=2" --json benchmarks/results/edm_sampler.json
+
+Each ``--row LABEL=OPTIONS`` is ``genzoo eval MODEL --opt ...`` with the comma-separated sample options
+(those of ``genzoo sample edm --opt``) on ``-n`` samples against mnist:test. The network calls count the
+guide's: an autoguided Heun step calls both networks. Real training digits, blurred and noised, are scored
+at the same ``-n`` beside them (FID and KID depend on the number of images).
+"""
+
+from __future__ import annotations
+
+import json
+
+import genzoo
+from harness import machine, parser, write_json
+from reference_rows import rows_at
+
+
+def options_of(text: str) -> dict[str, str]:
+    pairs = [item.split("=", 1) for item in text.split(",") if item]
+    if any(len(pair) != 2 for pair in pairs):
+        raise SystemExit(f"a row's options are KEY=VALUE pairs separated by commas, got {text!r}")
+    return dict(pairs)
+
+
+def main() -> None:
+    p = parser(__doc__, data=True)
+    p.add_argument("--model", default="edm-mnist")
+    p.add_argument("--ref", default="mnist:test")
+    p.add_argument("-n", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--row", action="append", required=True, metavar="LABEL=OPTIONS",
+                   help="a label, '=', then sample options KEY=VALUE,KEY=VALUE (repeatable)")
+    p.add_argument("--metrics", default="fid,kid,precision,recall,accuracy,swd")
+    p.add_argument("--no-references", action="store_true", help="skip the same-n reference rows")
+    args = p.parse_args()
+
+    model = genzoo.load(args.model)
+    rows = []
+    for spec in args.row:
+        label, _, text = spec.partition("=")
+        options = options_of(text)
+        report = genzoo.evaluate(model, n=args.n, seed=args.seed, ref=args.ref, metrics=args.metrics,
+                                 sample_options=options, data_root=args.data_root, progress=False)
+        steps = int(options.get("steps", model.config.sample_steps))
+        guidance = float(options.get("guidance", model.config.guidance))
+        row = {"label": label, "options": options, "network_calls": model.network_calls(steps, guidance),
+               "metrics": report["metrics"], "generate_seconds": report["seconds"]["generate"]}
+        print(json.dumps({k: v for k, v in row.items() if k != "metrics"}
+                         | {k: report["metrics"].get(k) for k in ("fid", "precision", "recall", "swd")}), flush=True)
+        rows.append(row)
+    references = {} if args.no_references else rows_at(args.n, args.data_root, args.metrics, args.ref)
+    write_json(args.json, {"model": args.model, "n": args.n, "seed": args.seed, "ref": args.ref,
+                           "hardware": machine(), "rows": rows, "reference_rows": references})
+
+
+if __name__ == "__main__":
+    main()
