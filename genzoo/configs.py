@@ -11,7 +11,9 @@ A field's type is its annotation; a range is added with ``typing.Annotated``::
         dropout: Annotated[float, Probability] = 0.1
 
 Fields the core reads (``channels``, ``image_size``, ``num_classes``, ``ema_decay``, ``grad_clip``)
-are range-checked even without an annotation, and every float must be finite.
+are range-checked even without an annotation, and every float must be finite. Values from a file
+(config.json) are read ``strict``: JSON has types, so a string where a number belongs is refused,
+not converted.
 """
 
 from __future__ import annotations
@@ -73,46 +75,52 @@ def _field_types(config_cls: type) -> dict[str, Any]:
     return typing.get_type_hints(config_cls, include_extras=True)
 
 
-def coerce_value(value: Any, hint: Any, where: str) -> Any:
+def coerce_value(value: Any, hint: Any, where: str, *, strict: bool = False) -> Any:
     """Convert ``value`` (a CLI string or a JSON value) to the type ``hint``, or raise clearly.
 
-    ``Annotated[T, Range(...)]`` hints are converted to T, then checked against each range.
+    ``Annotated[T, Range(...)]`` hints are converted to T, then checked against each range. With
+    ``strict`` (a value from a file), a value must already have its type: nothing is parsed from a
+    string, and an int stands for a float, nothing else for anything.
     """
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if hint is Any:
         return value
     if origin is typing.Annotated:
-        coerced = coerce_value(value, args[0], where)
+        coerced = coerce_value(value, args[0], where, strict=strict)
         for rule in args[1:]:
             if isinstance(rule, Range):
                 _check_range(coerced, rule, where)
         return coerced
     if origin in (Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in {"none", "null"}):
+        if value is None or (not strict and isinstance(value, str) and value.lower() in {"none", "null"}):
             if type(None) in args:
                 return None
         errors = []
         for arg in (a for a in args if a is not type(None)):
             try:
-                return coerce_value(value, arg, where)
+                return coerce_value(value, arg, where, strict=strict)
             except GenzooError as exc:
                 errors.append(str(exc))
         raise GenzooError(errors[0] if errors else f"{where}: cannot use {value!r}")
     if origin is Literal:
         for choice in args:
-            if value == choice or (isinstance(value, str) and str(choice) == value):
+            if (value == choice and (not strict or type(value) is type(choice))) or \
+                    (not strict and isinstance(value, str) and str(choice) == value):
                 return choice
-        raise GenzooError(f"{where} must be one of {list(args)}, got {value!r}")
+        raise GenzooError(f"{where} must be one of {list(args)}, got {quoted(value) if strict else repr(value)}")
     if origin in (tuple, list):
         items = value
-        if isinstance(value, str):
+        if isinstance(value, str) and not strict:
             items = [part.strip() for part in value.split(",") if part.strip()] if value.strip() else []
         if not isinstance(items, (list, tuple)):
-            raise GenzooError(f"{where} must be a list (comma-separated on the command line), got {value!r}")
+            raise GenzooError(f"{where} must be a list, got {quoted(value)}" if strict else
+                              f"{where} must be a list (comma-separated on the command line), got {value!r}")
         item_hint = args[0] if args else Any
-        coerced = [coerce_value(item, item_hint, where) for item in items]
+        coerced = [coerce_value(item, item_hint, where, strict=strict) for item in items]
         return tuple(coerced) if origin is tuple else coerced
+    if strict:
+        _check_json_type(value, hint, where)
     if origin is dict or hint is dict:
         if not isinstance(value, dict):
             raise GenzooError(f"{where} must be a mapping, got {value!r}")
@@ -149,6 +157,31 @@ def coerce_value(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
+_JSON_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _check_json_type(value: Any, hint: Any, where: str) -> None:
+    """A file's value must have the type itself: ``"64"`` is no integer, ``64.0`` no integer, ``true`` no number."""
+    if hint not in _JSON_KINDS:
+        return
+    fits = isinstance(value, hint) and not (hint is not bool and isinstance(value, bool))
+    if hint is float:
+        fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not fits:
+        raise GenzooError(f"{where} must be {_JSON_KINDS[hint]}, got {quoted(value)}")
+
+
+def quoted(value: Any, limit: int = 60, *, kind: bool = True) -> str:
+    """Untrusted ``value`` (from a file) as one line of text, never a command: its repr cut to ``limit`` characters,
+    with its JSON kind when that may be what is wrong."""
+    text = repr(value)
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    kinds = {str: "a string", list: "a list", dict: "a mapping", bool: "a boolean", float: "a number", type(None): "null"}
+    named = kinds.get(type(value)) if kind else None
+    return f"{text} ({named})" if named else text
+
+
 def parse_assignments(pairs: typing.Iterable[str], flag: str = "--set") -> dict[str, str]:
     """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``, refusing anything without ``=``."""
     out: dict[str, str] = {}
@@ -160,10 +193,11 @@ def parse_assignments(pairs: typing.Iterable[str], flag: str = "--set") -> dict[
     return out
 
 
-def build_config(config_cls: type, values: dict[str, Any], *, where: str = "config") -> Any:
+def build_config(config_cls: type, values: dict[str, Any], *, where: str = "config", strict: bool = False) -> Any:
     """An instance of ``config_cls`` from ``values``; missing fields take their defaults.
 
-    Unknown keys and values of the wrong type are refused with the field name and what it takes.
+    Unknown keys and values of the wrong type are refused with the field name and what it takes;
+    ``strict`` for values read from a file (see :func:`coerce_value`).
     """
     if not dataclasses.is_dataclass(config_cls):
         raise GenzooError(f"{config_cls!r} is not a dataclass")
@@ -172,7 +206,8 @@ def build_config(config_cls: type, values: dict[str, Any], *, where: str = "conf
     unknown = sorted(set(values) - set(names))
     if unknown:
         raise GenzooError(f"{where}: unknown field(s) {unknown}; known fields: {', '.join(names)}")
-    kwargs = {key: coerce_value(value, hints[key], f"{where} field {key!r}") for key, value in values.items()}
+    kwargs = {key: coerce_value(value, hints[key], f"{where} field {key!r}", strict=strict)
+              for key, value in values.items()}
     for key, rule in CORE_RANGES.items():
         if key in names and _is_number(kwargs.get(key)):
             _check_range(kwargs[key], rule, f"{where} field {key!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,7 +20,7 @@ import torch
 from safetensors import safe_open
 
 from ._version import __version__
-from .configs import build_config, config_to_dict
+from .configs import build_config, config_to_dict, quoted
 from .errors import GenzooError, WeightsError
 from .plugins import get_host
 from .tensorfile import read_header, write_tensors
@@ -138,36 +139,114 @@ def read_config(directory: Path) -> dict[str, Any]:
 
 
 def check_document(document: Any, where: str) -> dict[str, Any]:
-    """Refuse a config.json that is not genzoo's, of another format version, or whose method is not installed."""
+    """Refuse a config.json that is not genzoo's, of another format version, or whose method is not installed.
+
+    A config.json is untrusted input (a Hub repo's, a downloaded folder's): each message is true to
+    what the file holds, and the file's own text is quoted, never offered as a command.
+    """
     if not isinstance(document, dict) or "method" not in document or not isinstance(document.get("config"), dict):
         raise WeightsError(f"{where} is not a genzoo model: its {CONFIG_FILE} has no 'method' and 'config' entries "
                            f"(it may belong to another library)")
     version = document.get("format_version", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise WeightsError(f"{where} has format_version {version}; this genzoo reads version {FORMAT_VERSION}: upgrade genzoo")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise WeightsError(f"{where}: its {CONFIG_FILE} gives format_version as {quoted(version)}, not a whole number "
+                           f"such as {FORMAT_VERSION}; the file is damaged or was not written by genzoo: export or "
+                           f"download the model again")
+    if version > FORMAT_VERSION:
+        raise WeightsError(f"{where} has format_version {version}, newer than the version {FORMAT_VERSION} this genzoo "
+                           f"reads: upgrade genzoo")
+    if version < FORMAT_VERSION:
+        raise WeightsError(f"{where} has format_version {version}, which no genzoo writes (the first is "
+                           f"{FORMAT_VERSION}); the file is damaged: export or download the model again")
+    method = document["method"]
+    if not isinstance(method, str) or not method:
+        raise WeightsError(f"{where}: its {CONFIG_FILE} gives method as {quoted(method)}, not a method's name such as "
+                           f"'ign'; the file is damaged or was not written by genzoo: export or download the model again")
+    for key in ("plugin", "storage_dtype"):
+        if document.get(key) is not None and not isinstance(document[key], str):
+            raise WeightsError(f"{where}: its {CONFIG_FILE} gives {key} as {quoted(document[key])}, not a string; the "
+                               f"file is damaged or was not written by genzoo: export or download the model again")
     method_class(document, where)
     return document
+
+
+PLUGIN_NAME = re.compile(r"genzoo-[a-z0-9-]+")  # the only plugin names genzoo ever suggests installing
+
+
+def install_advice(method: str, plugin: Any) -> str:
+    """What to do about a method no installed plugin provides, quoting the file's text and never offering it as a
+    command unless it is a plugin name by genzoo's naming rule (``genzoo-[a-z0-9-]+``)."""
+    candidate = plugin if plugin is not None else f"genzoo-{method}"
+    if isinstance(candidate, str) and PLUGIN_NAME.fullmatch(candidate):
+        return f"install it (pip install {candidate}) or check `genzoo plugins` for plugins that failed to load"
+    named = (f"the file names its plugin as {quoted(plugin, kind=False)}, which is not a" if plugin is not None
+             else "the method's name makes no")
+    return (f"{named} genzoo plugin name (genzoo-NAME), so genzoo offers no install command: find the plugin "
+            f"that provides {quoted(method, kind=False)} from a source you trust, or check `genzoo plugins`")
 
 
 def method_class(document: dict[str, Any], where: str) -> type:
     """The installed Method class a config.json names, or WeightsError naming the plugin to install."""
     host = get_host()
-    name = str(document["method"])
-    if not host.has_method(name):
-        plugin = document.get("plugin") or f"genzoo-{name}"
-        raise WeightsError(
-            f"{where} needs method {name!r}, which no installed plugin provides; install it "
-            f"(pip install {plugin}) or check `genzoo plugins` for plugins that failed to load"
-        )
+    name = document["method"]
+    if not isinstance(name, str) or not host.has_method(name):
+        raise WeightsError(f"{where} needs method {quoted(name, kind=False)}, which no installed plugin provides; "
+                           f"{install_advice(str(name), document.get('plugin'))}")
     return host.method(name)
 
 
 def method_config(directory: Path) -> tuple[type, Any, dict[str, Any]]:
-    """The method class, its typed config and the whole config.json document of ``directory``."""
+    """The method class, its typed config and the whole config.json document of ``directory``.
+
+    Every field is typed as read (a string where an integer belongs is refused, naming the field)
+    and its range checked, and the model is refused if it cannot fit in this machine's memory,
+    all before anything is built.
+    """
     document = read_config(directory)
     config_path = Path(directory) / CONFIG_FILE
     cls = method_class(document, str(config_path))
-    return cls, build_config(cls.Config, document["config"], where=str(config_path)), document
+    config = build_config(cls.Config, document["config"], where=f"{config_path}", strict=True)
+    check_image_fits(config, str(config_path))
+    return cls, config, document
+
+
+def machine_memory() -> int | None:
+    """Bytes of physical memory on this machine, or None where the system does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:,.1f} GiB"
+
+
+def check_image_fits(config: Any, where: str) -> None:
+    """Refuse a config whose one image (float32, ``channels`` x ``image_size``^2) exceeds this machine's memory."""
+    memory = machine_memory()
+    channels, size = getattr(config, "channels", None), getattr(config, "image_size", None)
+    if memory is None or not isinstance(channels, int) or not isinstance(size, int):
+        return
+    image = channels * size * size * 4
+    if image > memory:
+        raise WeightsError(f"{where} asks for {channels} x {size} x {size} images: one alone takes {_gib(image)} "
+                           f"as float32, more than this machine's {_gib(memory)} of memory; the config is damaged "
+                           f"or not meant for genzoo")
+
+
+def check_model_fits(expected: dict[str, torch.Tensor], config: Any, where: str) -> None:
+    """Refuse a model whose weights (from the meta build) and one image exceed this machine's memory."""
+    memory = machine_memory()
+    if memory is None:
+        return
+    weights = sum(t.numel() * t.element_size() for t in expected.values())
+    channels, size = getattr(config, "channels", 0), getattr(config, "image_size", 0)
+    image = channels * size * size * 4 if isinstance(channels, int) and isinstance(size, int) else 0
+    if weights + image > memory:
+        raise WeightsError(f"{where} describes a model of {_gib(weights)} of weights, more than this machine's "
+                           f"{_gib(memory)} of memory can hold with even one image; the config is damaged or the "
+                           f"model needs a larger machine")
 
 
 def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, str] | None = None,
@@ -188,7 +267,9 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
     storage = document.get("storage_dtype")
     if storage is not None and storage not in _DTYPES:
         raise WeightsError(f"{config_path}: unknown storage_dtype {storage!r}; expected one of {sorted(_DTYPES)}")
-    check_tensors(weights_path, expected_state(cls, config), storage)  # before a single parameter is allocated
+    expected = expected_state(cls, config)
+    check_model_fits(expected, config, str(config_path))
+    check_tensors(weights_path, expected, storage)  # before a single parameter is allocated
     with torch.random.fork_rng(devices=[]):  # the random init is overwritten: loading leaves the global RNG alone
         model = cls(config)
     tensors = read_checked(weights_path, model.state_dict(), storage,

@@ -7,6 +7,8 @@ moves any generator's samples a few normalised gradient steps up log p(y|x) + re
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -18,6 +20,9 @@ from genzoo.configs import NonNegative, Positive, Probability
 
 from .attacks import pgd_ascent, random_start
 from .network import build_classifier
+
+# The bases whose samples are being made right now, outermost first: a base met again is a cycle.
+_BASES_IN_USE: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("robust_bases", default=())
 
 PAPER = """@inproceedings{golan2024enhancing,
   title     = {Enhancing Consistency-Based Image Generation via Adversarially-Trained Classification and Energy-Based Discrimination},
@@ -101,7 +106,7 @@ class RobustRefiner(genzoo.Method):
             base = self.base
         except genzoo.GenzooError:
             return  # no base generator available: keep the stored offset
-        with torch.no_grad():
+        with torch.no_grad(), self._sampling_base():
             images = base.sample(1024, seed=0, batch_size=256, device=self.device).to(self.device)
             self.label_bias.copy_(self.logits(images).mean(0))
 
@@ -109,16 +114,32 @@ class RobustRefiner(genzoo.Method):
 
     @property
     def base(self) -> genzoo.Method:
+        chain = _BASES_IN_USE.get()
+        if self.config.base in chain:
+            path = " -> ".join(repr(name) for name in (*chain[chain.index(self.config.base):], self.config.base))
+            raise genzoo.GenzooError(
+                f"robust's base generator leads back to itself ({path}): a refiner's base must be a model that "
+                f"samples without it; export the refiner with --set base=MODEL naming another generator")
         if not self._base:
             self._base.append(genzoo.load(self.config.base, device=self.device).eval().requires_grad_(False))
         return self._base[0]
 
+    @contextlib.contextmanager
+    def _sampling_base(self):
+        """While the base makes samples: a robust model met inside them whose base is one of these is a cycle."""
+        base = self.base
+        token = _BASES_IN_USE.set((*_BASES_IN_USE.get(), self.config.base))
+        try:
+            yield base
+        finally:
+            _BASES_IN_USE.reset(token)
+
     def labelled_fakes(self, n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
         """n samples of the base generator and their labels (the batch-debiased prediction of J when it has none)."""
         seed = int(torch.randint(0, 2**62, (1,)).item())  # from the training RNG: an exact resume redraws them
-        base = self.base
-        labels = (torch.arange(n) % base.num_classes) if base.num_classes else None
-        images = base.sample(n, seed=seed, labels=labels, batch_size=n, device=device).to(device)
+        with self._sampling_base() as base:
+            labels = (torch.arange(n) % base.num_classes) if base.num_classes else None
+            images = base.sample(n, seed=seed, labels=labels, batch_size=n, device=device).to(device)
         if labels is None:
             return images, self.predict_labels(images, batch_debias=True)
         return images, labels.to(device)
@@ -205,10 +226,10 @@ class RobustRefiner(genzoo.Method):
 
     def sample_batch(self, noise, labels):
         """The base generator's images start..stop of this seed, refined: sample(seed=s) = refine(base.sample(seed=s))."""
-        base = self.base
-        base_labels = labels.cpu() if base.num_classes else None
-        images = base.sample(len(noise), seed=noise.seed, start=noise.start, labels=base_labels, batch_size=len(noise),
-                             device=self.device).to(self.device)
+        with self._sampling_base() as base:
+            base_labels = labels.cpu() if base.num_classes else None
+            images = base.sample(len(noise), seed=noise.seed, start=noise.start, labels=base_labels,
+                                 batch_size=len(noise), device=self.device).to(self.device)
         return self.refine_batch(images, labels if base.num_classes else None, noise.child("refine"), None)
 
 
