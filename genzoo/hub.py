@@ -14,7 +14,9 @@ Which model to fetch, and loading it, are :mod:`genzoo.loading`'s; what a push h
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
+import hashlib
 import os
 import re
 import socket
@@ -23,6 +25,7 @@ from typing import Any, Iterator
 from urllib.parse import urlparse
 
 from ._version import __version__
+from .destinations import os_reason
 from .errors import GenzooError, WeightsError
 from .registry import ModelEntry
 from .weights import CONFIG_FILE, PICKLE_SUFFIXES, WEIGHTS_FILE, check_document, sha256_file
@@ -31,6 +34,8 @@ MAIN = "main"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 PROBE_TIMEOUT = 3.0  # seconds for the one connection attempt that tells whether the Hub is reachable
+# what the system says when the cache cannot take a file (not ENOENT: huggingface_hub raises it for other reasons)
+_CACHE_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS}
 _PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
@@ -124,20 +129,26 @@ def _first_line(exc: BaseException) -> str:
 
 
 def download(repo_id: str, revision: str | None = None, *, entry: ModelEntry | None = None,
-             files: tuple[str, ...] = (CONFIG_FILE, WEIGHTS_FILE)) -> Path:
+             files: tuple[str, ...] = (CONFIG_FILE, WEIGHTS_FILE), force: bool = False) -> Path:
     """Fetch config.json and model.safetensors of a Hub repo into huggingface_hub's cache.
 
     Returns the cache folder holding them (a snapshot of one commit). A commit id that is already
     cached is used without any network; a branch is asked of the Hub and falls back to the cache
-    when the Hub cannot be reached. ``entry`` is the registry model this download serves: its
-    sha256 are checked here (a mismatching file is removed from the cache) and error messages
-    mention its bundled copy. ``files=(CONFIG_FILE,)`` fetches the config alone.
+    when the Hub cannot be reached. Every file read from the cache, offline too, is checked against
+    the hash its download recorded (:func:`verify_recorded`). ``entry`` is the registry model this
+    download serves: its sha256 are checked here (a mismatching file is removed from the cache) and
+    error messages mention its bundled copy. ``files=(CONFIG_FILE,)`` fetches the config alone;
+    ``force`` downloads the files again whatever the cache holds (``genzoo pull --force``).
     """
     repo_id = check_repo_id(repo_id)
     where = hub_ref(repo_id, revision)
-    if is_commit(revision):
+    pull_arg = entry.name if entry is not None else repo_id + (f"@{revision}" if revision else "")
+    if force:
+        _check_can_download_again(where)
+    elif is_commit(revision):
         cached = cached_dir(repo_id, revision, files)
         if cached is not None:
+            verify_recorded(cached, files, where, pull_arg)
             _verify_pinned(cached, entry, where, files)
             return cached
     online = reachable()
@@ -145,14 +156,55 @@ def download(repo_id: str, revision: str | None = None, *, entry: ModelEntry | N
         info = _model_info(repo_id, revision, where)
         if info is not None and info.siblings is not None:
             _check_repo_files([s.rfilename for s in info.siblings], where)
-    config_path = _fetch(repo_id, CONFIG_FILE, revision, where, entry, local_only=not online)
+    elif force:
+        raise GenzooError(f"could not reach the Hub at {endpoint()} to download {where} again; check your connection "
+                          f"or HF_ENDPOINT, then run the command again")
+    config_path = _fetch(repo_id, CONFIG_FILE, revision, where, entry, local_only=not online, force=force)
     directory = config_path.parent  # snapshots/<commit id>
+    verify_recorded(directory, (CONFIG_FILE,), where, pull_arg)
     _check_config(config_path, where)
     for name in files:
         if name != CONFIG_FILE:
-            _fetch(repo_id, name, directory.name, where, entry, local_only=not online)
+            _fetch(repo_id, name, directory.name, where, entry, local_only=not online, force=force)
+    verify_recorded(directory, files, where, pull_arg)
     _verify_pinned(directory, entry, where, files)
     return directory
+
+
+def _check_can_download_again(where: str) -> None:
+    if offline():
+        raise GenzooError(f"downloading {where} again needs the network, and HF_HUB_OFFLINE is set: unset it, then "
+                          f"run the command again")
+
+
+def verify_recorded(directory: Path, files: tuple[str, ...], where: str, pull_arg: str) -> None:
+    """Check each cached file against the hash its download recorded, or raise WeightsError naming `pull --force`.
+
+    huggingface_hub stores a file as a blob named by its ETag and links the snapshot's name to it:
+    the ETag of an LFS file is the sha256 of its bytes, of any other file git's blob sha1. A cache
+    without links (where the system has none) records nothing to check against.
+    """
+    for name in files:
+        path = directory / name
+        if not path.is_symlink():
+            continue
+        recorded = Path(os.readlink(path)).name
+        if len(recorded) == 64:
+            got = sha256_file(path)
+        elif len(recorded) == 40:
+            got = git_blob_sha1(path)
+        else:
+            continue
+        if got != recorded.lower():
+            raise WeightsError(
+                f"the cached {name} of {where} was changed after it was downloaded (it hashes to {got[:16]}..., the "
+                f"download recorded {recorded[:16]}...); run `genzoo pull --force {pull_arg}` to download it again")
+
+
+def git_blob_sha1(path: Path) -> str:
+    """git's object id of a file's bytes (what the Hub gives as the ETag of a file not stored with LFS)."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def cached_dir(repo_id: str, revision: str | None = None,
@@ -205,15 +257,20 @@ def _check_repo_files(names: list[str], where: str) -> None:
 
 
 def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry: ModelEntry | None, *,
-           local_only: bool) -> Path:
-    """One file through hf_hub_download (from the cache alone when offline), failures in one sentence."""
+           local_only: bool, force: bool = False) -> Path:
+    """One file through hf_hub_download (from the cache alone when offline), failures in one sentence.
+
+    A write the system refuses (a full disk) leaves no partial download behind in the cache.
+    """
     import huggingface_hub as hf
     from huggingface_hub.utils import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
 
+    before = _partial_downloads(repo_id)
     try:
         with _repo_errors(repo_id, revision, where):
             path = hf.hf_hub_download(repo_id, filename, revision=revision, library_name="genzoo",
-                                      library_version=__version__, local_files_only=local_only)
+                                      library_version=__version__, local_files_only=local_only,
+                                      force_download=force)
     except LocalEntryNotFoundError:
         raise GenzooError(_not_cached(repo_id, revision, where, entry)) from None
     except EntryNotFoundError:
@@ -227,8 +284,20 @@ def _fetch(repo_id: str, filename: str, revision: str | None, where: str, entry:
     except Exception as exc:
         if _is_connection_error(exc):
             raise GenzooError(_not_cached(repo_id, revision, where, entry)) from None
+        if isinstance(exc, OSError) and exc.errno in _CACHE_REFUSALS:
+            for partial in _partial_downloads(repo_id) - before:
+                partial.unlink(missing_ok=True)
+            raise GenzooError(f"cannot write {filename} of {where} into the Hugging Face cache "
+                              f"({_constants().HF_HUB_CACHE}): {os_reason(exc)}; nothing of it was kept: make room "
+                              f"or set HF_HOME to another disk, then run the command again") from None
         raise
     return Path(path)
+
+
+def _partial_downloads(repo_id: str) -> set[Path]:
+    """The unfinished downloads (``*.incomplete``) in the cache folder of ``repo_id``."""
+    blobs = Path(_constants().HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--")) / "blobs"
+    return set(blobs.glob("*.incomplete")) if blobs.is_dir() else set()
 
 
 def _check_config(path: Path, where: str) -> None:

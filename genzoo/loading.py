@@ -78,22 +78,23 @@ def model_document(ref: str | os.PathLike) -> tuple[dict[str, Any], str]:
     return read_config(directory), str(directory.resolve())
 
 
-def pull(ref: str) -> tuple[Path, str]:
+def pull(ref: str, *, force: bool = False) -> tuple[Path, str]:
     """Download a Hub model into the cache ahead of time and check that it loads.
 
     ``ref`` is ``ORG/NAME[@REVISION]``, ``hf://ORG/NAME[@REVISION]`` or the name of a registry model
-    whose weights live on the Hub. Returns (cache folder, what was pulled).
+    whose weights live on the Hub; ``force`` downloads its files again whatever the cache holds (a
+    cached file changed after its download is refused until then). Returns (cache folder, what was pulled).
     """
     if "/" in ref or ref.startswith("hf://"):
         repo_id, revision = parse_hub_ref(ref)
-        directory = download(repo_id, revision)
+        directory = download(repo_id, revision, force=force)
         hashes, label = None, hub_ref(repo_id, revision)
     else:
         entry = find_model(ref)
         if not entry.hub:
             where = f"bundled with its plugin ({entry.bundled})" if entry.bundled else "not on the Hub"
             raise GenzooError(f"model {entry.name!r} has no Hub repo in {entry.source} (it is {where}); nothing to pull")
-        directory = download(entry.hub["repo_id"], entry.hub.get("revision"), entry=entry)
+        directory = download(entry.hub["repo_id"], entry.hub.get("revision"), entry=entry, force=force)
         hashes = entry.files or None
         label = f"{entry.name} ({entry.hub_ref()})"
     load_model_dir(directory, expected_hashes=hashes)

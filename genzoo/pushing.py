@@ -124,7 +124,9 @@ def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provena
     if "sample" in type(loaded).capabilities:
         save_grid(loaded.sample(GRID_COUNT, seed=0), folder / GRID_FILE)
         grid = GRID_FILE
-    facts = gather_facts(document, type(loaded), entry, dataset_license=_dataset_license(document, entry))
+    # the card names the plugin that provides the method here, not whatever text the source's config.json holds
+    card_document = {**document, "plugin": type(loaded).plugin_name or document.get("plugin")}
+    facts = gather_facts(card_document, type(loaded), entry, dataset_license=_dataset_license(document, entry))
     card = render_card(facts, repo_id=repo_id, revision=revision, grid_file=grid, grid_count=GRID_COUNT)
     (folder / CARD_FILE).write_text(card, encoding="utf-8")
     return folder

@@ -276,20 +276,96 @@ def test_registry_sha256_mismatch_is_refused_and_not_kept(hub, toy_model_dir, hf
     assert_nothing_half_written(hf_home)
 
 
-def test_a_corrupted_cached_file_is_caught_and_downloaded_again(hub, toy_model_dir, hf_home):
+def _alter_cached(home: Path, name: str = "model.safetensors") -> Path:
+    """Change a cached file after its download, as a disk fault or another program might; returns its blob."""
+    (cached,) = [p for p in cache_files(home) if p.name == name]
+    blob = cached.resolve()
+    blob.chmod(0o644)
+    if name == "model.safetensors":
+        tensors = load_file(str(blob))
+        tensors["encoder.bias"] += 1
+        save_file(tensors, str(blob))
+    else:
+        blob.write_bytes(blob.read_bytes().replace(b'"config": {', b'"config": {"latent": 4, ', 1))
+    return blob
+
+
+def test_a_cached_file_changed_after_download_is_refused_until_pull_force(hub, toy_model_dir, hf_home, monkeypatch):
+    from genzoo.cli import cli
+
     commit = genzoo.push_to_hub(toy_model_dir, "org/heal")
     register("toy-heal", hub={"repo_id": "org/heal", "revision": commit}, files=file_hashes(toy_model_dir))
     genzoo.load("toy-heal")
-    (cached,) = [p for p in cache_files(hf_home) if p.name == "model.safetensors"]
-    blob = cached.resolve()
+    blob = _alter_cached(hf_home)
     assert blob.name == file_hashes(toy_model_dir)["model.safetensors"]  # LFS files are cached under their sha256
-    tensors = load_file(str(blob))
-    tensors["encoder.bias"] += 1
-    blob.chmod(0o644)
-    save_file(tensors, str(blob))
-    with pytest.raises(genzoo.WeightsError, match="sha256 of model.safetensors .* removed from the cache"):
+    said = (rf"the cached model.safetensors of hf://org/heal@{commit} was changed after it was downloaded \(it hashes "
+            rf"to [0-9a-f]{{16}}\.\.\., the download recorded {blob.name[:16]}\.\.\.\); run `genzoo pull --force "
+            rf"toy-heal` to download it again")
+    with pytest.raises(genzoo.WeightsError, match=said):
         genzoo.load("toy-heal")
+    offline(monkeypatch)
+    with pytest.raises(genzoo.WeightsError, match=said):  # offline too: the cache is checked, not trusted
+        genzoo.load("toy-heal")
+    forced = CliRunner().invoke(cli, ["pull", "--force", "toy-heal"])
+    assert forced.exit_code == 1 and forced.output.startswith("Error: downloading hf://org/heal@") and \
+        "needs the network, and HF_HUB_OFFLINE is set" in forced.output
+    monkeypatch.undo()
+    point_huggingface_hub(monkeypatch, hub.url, hf_home)
+    forced = CliRunner().invoke(cli, ["pull", "--force", "toy-heal"])
+    assert forced.exit_code == 0, forced.output
     assert same_weights(genzoo.load("toy-heal"), genzoo.load(toy_model_dir))  # fetched afresh
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json"])
+def test_a_changed_cached_file_of_a_repo_is_refused_online_and_offline(hub, toy_model_dir, hf_home, monkeypatch, name):
+    genzoo.push_to_hub(toy_model_dir, "org/plain-heal")
+    genzoo.load("hf://org/plain-heal")
+    blob = _alter_cached(hf_home, name)
+    assert len(blob.name) == (64 if name == "model.safetensors" else 40)  # sha256 of an LFS file, git's sha1 else
+    said = f"the cached {name} of hf://org/plain-heal was changed after it was downloaded .* `genzoo pull --force " \
+           f"org/plain-heal`"
+    with pytest.raises(genzoo.WeightsError, match=said):
+        genzoo.load("hf://org/plain-heal")
+    offline(monkeypatch)
+    with pytest.raises(genzoo.WeightsError, match=said):
+        genzoo.load("hf://org/plain-heal")
+    monkeypatch.setattr(__import__("huggingface_hub").constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    pull("org/plain-heal", force=True)
+    assert same_weights(genzoo.load("hf://org/plain-heal"), genzoo.load(toy_model_dir))
+
+
+def test_a_full_disk_while_downloading_is_one_sentence_and_keeps_no_partial_file(hub, toy_model_dir, hf_home,
+                                                                                  monkeypatch):
+    import errno
+
+    import huggingface_hub.file_download as file_download
+
+    genzoo.push_to_hub(toy_model_dir, "org/full")
+
+    def fills_the_disk(url, temp_file, **kwargs):
+        temp_file.write(b"half a file")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(file_download, "http_get", fills_the_disk)
+    with pytest.raises(genzoo.GenzooError) as info:
+        genzoo.load("hf://org/full")
+    assert str(info.value).startswith("cannot write config.json of hf://org/full into the Hugging Face cache (")
+    assert "no space left on the device; nothing of it was kept: make room or set HF_HOME" in str(info.value)
+    assert not [p for p in cache_files(hf_home) if p.name.endswith(".incomplete")]
+    assert not [p for p in cache_files(hf_home) if p.name in ("config.json", "model.safetensors")]
+
+
+def test_a_repo_cannot_put_a_command_into_the_install_advice(hub, tmp_path):
+    save_file({"w": torch.zeros(2)}, str(tmp_path / "w.safetensors"))
+    hub.hub.commit("org/lure", {"config.json": genzoo_config("vae2", "genzoo-vae2 --index-url http://evil.example/s"),
+                                "model.safetensors": (tmp_path / "w.safetensors").read_bytes()})
+    with pytest.raises(genzoo.WeightsError) as info:
+        genzoo.load("hf://org/lure")
+    message = str(info.value)
+    assert "pip install" not in message
+    assert "names its plugin as 'genzoo-vae2 --index-url http://evil.example/s', which is not a genzoo plugin " \
+           "name (genzoo-NAME), so genzoo offers no install command" in message
 
 
 # -- failure modes ------------------------------------------------------------------------------------------------
