@@ -23,6 +23,7 @@ from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, check_refine, g
 from ..loading import load
 from ..method import BATCH_SIZE, INFERENCE_PRECISION, Method
 from ..plugins import find_model, get_host
+from ..progress import progress_bar
 from ..registry import RANKED_METRICS
 from .features import extract, feature_space
 from .scores import KID_SUBSET_SIZE, class_statistics
@@ -169,7 +170,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
                           load_train if train_data is not None else None, real_images=ref_images)
         results: dict[str, Any] = {}
         t3 = time.time()
-        for entry in entries:
+        for entry in progress_bar(entries, o.progress, desc="metrics", unit="metric", leave=False):
             started = time.time()
             results.update(entry.run(scoring))
             timings[entry.name] = time.time() - started

@@ -82,7 +82,7 @@ def extract(space: FeatureSpace, images: torch.Tensor, *, batch_size: int = 500,
     """Features (N, D) and, if the network classifies, class probabilities (N, C), on the CPU."""
     device = next(space.module.parameters(), torch.empty(0)).device
     feats, probs = [], []
-    for start in progress_bar(range(0, len(images), batch_size), progress, desc=desc, leave=False):
+    for start in progress_bar(range(0, len(images), batch_size), progress, desc=desc, unit="batch", leave=False):
         batch = images[start:start + batch_size].to(device).float()
         f = space.module(batch)
         feats.append(f.float().cpu())
