@@ -112,10 +112,42 @@ def test_a_plugin_s_verb_runs_without_being_added_by_hand(runner):
     assert result.exit_code == 0 and "lambda" in result.output
     assert "mmb" not in cli.commands  # kept apart, per plugin host
     unknown = runner.invoke(cli, ["no-such-verb"])
-    assert unknown.exit_code == 2 and "No such command 'no-such-verb'." in unknown.output
+    assert unknown.exit_code == 1 and "No such command 'no-such-verb'." in unknown.output
     assert "Did you mean" not in unknown.output
     misspelt = runner.invoke(cli, ["smaple", "ign"])
-    assert misspelt.exit_code == 2 and "No such command 'smaple'. Did you mean 'sample'?" in misspelt.output
+    assert misspelt.exit_code == 1 and "No such command 'smaple'. Did you mean 'sample'?" in misspelt.output
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["sample", "ign", "-n", "0"], "Error: Invalid value for '-n' / '--num': 0 is not in the range x>=1. "
+                                   "(see `genzoo sample --help`)"),
+    (["sample", "ign", "--precision", "fp8"], "Error: Invalid value for '--precision': 'fp8' is not one of"),
+    (["sample"], "Error: Missing argument 'NAME'. (see `genzoo sample --help`)"),
+    (["--bogus"], "Error: No such option '--bogus'. (see `genzoo --help`)"),
+    (["eval", "ign", "--no-such-flag"], "Error: No such option '--no-such-flag'. (see `genzoo eval --help`)"),
+    (["mmb", "lambda"], "Error: Missing argument 'CLASSIFIER'. (see `genzoo mmb lambda --help`)"),
+])
+def test_a_usage_mistake_is_one_error_line_with_status_1_as_docs_cli_promises(runner, argv, says):
+    result = runner.invoke(cli, argv, prog_name="genzoo")
+    assert result.exit_code == 1 and result.output.startswith(says), result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Usage:" not in result.output
+
+
+def test_ctrl_c_says_what_was_interrupted_and_that_nothing_half_written_is_left(runner, toy_model_dir, tmp_path,
+                                                                              monkeypatch):
+    toy = genzoo.get_host().method("toy")
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(toy, "sample_batch", interrupted)
+    out = tmp_path / "out" / "s.png"
+    out.parent.mkdir()
+    result = runner.invoke(cli, ["sample", str(toy_model_dir), "-n", "4", "-o", str(out)])
+    assert result.exit_code == 130 and "Aborted!" not in result.output
+    assert result.stderr.strip() == ("Interrupted: genzoo sample stopped before it finished; nothing was written "
+                                     "(genzoo writes each output whole at the end, or not at all)")
+    assert list(out.parent.iterdir()) == []
 
 
 # What `genzoo --help` may import (no verb module, no torch), then what `genzoo sample` may not.

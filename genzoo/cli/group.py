@@ -33,6 +33,12 @@ class GenzooGroup(click.Group):
         _ARGV[:] = list(sys.argv[1:] if args is None else args)
         return super().main(args, *rest, **kwargs)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # a mistake in genzoo's own options (`genzoo --bogus`)
+            raise _one_line(exc) from None
+
     def invoke(self, ctx: click.Context):
         try:
             with warnings.catch_warnings():
@@ -42,6 +48,31 @@ class GenzooGroup(click.Group):
             raise click.ClickException(exc.for_flag(_flag(ctx, exc.argument))) from None
         except GenzooError as exc:
             raise click.ClickException(str(exc)) from None
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+        except KeyboardInterrupt:
+            verb = ctx.invoked_subcommand or ""
+            click.echo(f"\nInterrupted: genzoo {verb} stopped before it finished; {KEPT.get(verb, KEPT_DEFAULT)}",
+                       err=True)
+            sys.exit(130)  # 128 + SIGINT, as a shell reports it
+
+
+# What is left of a verb's work when Ctrl-C stops it (`genzoo fit` says it itself: the checkpoint it saved).
+KEPT_DEFAULT = "nothing was written (genzoo writes each output whole at the end, or not at all)"
+KEPT = {
+    "pull": "the files it had downloaded stay in the Hugging Face cache; the same command goes on from there",
+    "push": "nothing was uploaded unless its one commit had been sent; the same command again is safe (unchanged "
+            "files make no new commit)",
+}
+
+
+def _one_line(exc: click.UsageError) -> click.ClickException:
+    """A usage mistake (a bad value, a missing argument, an unknown option or verb) as genzoo's one ``Error:`` line,
+    exit status 1, naming the help that lists what is accepted, instead of click's usage block and status 2."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # `genzoo` alone: its help, as click shows it
+        raise exc
+    where = exc.ctx.command_path if exc.ctx is not None else "genzoo"
+    return click.ClickException(" ".join(f"{exc.format_message()} (see `{where} --help`)".split()))
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
