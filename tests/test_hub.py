@@ -528,7 +528,7 @@ def test_push_dry_run_stages_the_commit_and_uploads_nothing(hub, toy_model_dir, 
     assert unnamed.exit_code == 0 and "hf://ORG/NAME (name the repo after MODEL)" in unnamed.output
     assert "# ORG/NAME" in (tmp_path / "unnamed" / "README.md").read_text()
     missing = CliRunner().invoke(cli, ["push", str(toy_model_dir)])
-    assert missing.exit_code == 2 and "Missing argument 'ORG/NAME'" in missing.output
+    assert missing.exit_code == 1 and "Missing argument 'ORG/NAME'" in missing.output
 
 
 def test_push_takes_the_repo_as_python_does_and_dry_run_without_a_folder(hub, toy_model_dir, tmp_path, monkeypatch):
@@ -541,7 +541,7 @@ def test_push_takes_the_repo_as_python_does_and_dry_run_without_a_folder(hub, to
     assert "for hf://org/positional in staged:" in result.output and (tmp_path / "staged" / "README.md").is_file()
     assert "genzoo sample hf://org/positional" in (tmp_path / "staged" / "README.md").read_text()
     twice = CliRunner().invoke(cli, ["push", str(toy_model_dir), "org/a", "--repo-id", "org/b", "--dry-run", "x"])
-    assert twice.exit_code == 2 and "the repo is named twice, org/a and --repo-id org/b" in twice.output
+    assert twice.exit_code == 1 and "the repo is named twice, org/a and --repo-id org/b" in twice.output
     assert not hub.hub.log
 
 
