@@ -95,8 +95,12 @@ def save_grid(images: torch.Tensor, path: str | os.PathLike, nrow: int | None = 
 def read_image_files(files: Sequence[Path]) -> torch.Tensor:
     """PNG/JPEG files of one size -> uint8 N x C x H x W (grayscale stays 1 channel).
 
-    A grid written by :func:`save_grid` carries its layout in the PNG and is split back into its images.
+    Every mode is scaled to the full range, never clipped (:func:`_pixels`). A grid written by
+    :func:`save_grid` carries its layout in the PNG and is split back into its images. An image
+    larger than Pillow's guard against decompression bombs allows is refused before it is decoded.
     """
+    import warnings
+
     from PIL import Image, UnidentifiedImageError
 
     if not files:
@@ -104,11 +108,15 @@ def read_image_files(files: Sequence[Path]) -> torch.Tensor:
     arrays = []
     for f in files:
         try:
-            with Image.open(f) as im:
-                layout = im.info.get(GRID_KEY)
-                if im.mode not in ("L", "RGB"):
-                    im = im.convert("RGB" if im.mode in ("RGBA", "P", "CMYK") else "L")
-                a = np.asarray(im)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(f) as im:
+                    layout = im.info.get(GRID_KEY)
+                    a = _pixels(im, f)
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise GenzooError(f"{f} claims more than {Image.MAX_IMAGE_PIXELS:,} pixels, the most Pillow decodes "
+                              f"safely (a decompression bomb, or an image far larger than any model's): give images "
+                              f"of the model's size") from None
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
             raise GenzooError(f"{f} is not an image genzoo can read; give PNG or JPEG files, a folder of them, "
                               f"or {NPZ_ACCEPTED}") from None
@@ -118,6 +126,32 @@ def read_image_files(files: Sequence[Path]) -> torch.Tensor:
             raise GenzooError(f"{f} has shape {arrays[-1].shape} (C, H, W), but {files[0]} has {arrays[0].shape}; "
                               f"give images of one size")
     return torch.from_numpy(np.stack(arrays))
+
+
+def _pixels(im, where: Path) -> np.ndarray:
+    """A PIL image as uint8 H x W (grayscale modes) or H x W x 3 (colour modes), each mode scaled to 0..255.
+
+    16-bit and 32-bit integer grayscale (``I;16``, ``I``) is read as 0..65535, floating point (``F``) as
+    [0, 1]; alpha is dropped, a palette looked up. A value outside its mode's range, NaN or inf is refused.
+    """
+    mode = im.mode
+    if mode in ("L", "RGB"):
+        return np.asarray(im)
+    if mode.startswith("I") or mode == "F":
+        values = np.asarray(im, dtype=np.float64)
+        low, high, what = (0.0, 1.0, "floating-point") if mode == "F" else (0.0, 65535.0, "16-bit")
+        if not np.isfinite(values).all():
+            raise GenzooError(f"{where} holds NaN or infinite pixel values; give images whose every pixel is a number")
+        if values.size and (values.min() < low or values.max() > high):
+            raise GenzooError(f"{where} is a {what} image ({mode}) with pixel values in [{values.min():g}, "
+                              f"{values.max():g}], outside [{low:g}, {high:g}]; save it as 8 or 16-bit PNG")
+        return np.rint(values / high * 255).astype(np.uint8)
+    if mode in ("1", "LA", "La"):
+        return np.asarray(im.convert("L"))
+    if mode in ("RGBA", "RGBa", "RGBX", "P", "PA", "CMYK", "YCbCr", "LAB", "HSV"):
+        return np.asarray(im.convert("RGB"))
+    raise GenzooError(f"{where} has the image mode {mode}, which genzoo does not read; save it as an 8 or 16-bit "
+                      f"grayscale or RGB PNG")
 
 
 def _split_grid(grid: np.ndarray, layout_text: str, where: Path) -> list[np.ndarray]:

@@ -135,3 +135,158 @@ def test_two_refiners_based_on_each_other_are_named_as_a_cycle(tmp_path):
     genzoo.save_pretrained(_robust(str(a)), b)
     with pytest.raises(genzoo.GenzooError, match=r"leads back to itself \('.*b' -> '.*a' -> '.*b'\)"):
         genzoo.load(a).sample(2)
+
+
+# -- images in ----------------------------------------------------------------------------------------------
+
+
+def _png(path, array, mode=None):
+    from PIL import Image
+
+    Image.fromarray(array, mode) if mode else Image.fromarray(array)
+    image = Image.fromarray(array) if mode is None else Image.fromarray(array).convert(mode)
+    image.save(path)
+    return path
+
+
+def test_a_16_bit_png_is_scaled_to_the_full_range_not_clipped(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from genzoo.images import read_image_files
+
+    values = np.array([[0, 257, 32768, 65535]], dtype=np.uint16)
+    Image.fromarray(values).save(tmp_path / "deep.png")
+    with Image.open(tmp_path / "deep.png") as im:
+        assert im.mode.startswith("I")  # what Pillow makes of a 16-bit grayscale PNG
+    assert read_image_files([tmp_path / "deep.png"]).tolist() == [[[[0, 1, 128, 255]]]]
+
+
+@pytest.mark.parametrize("mode, make, expected", [
+    ("I", lambda np: np.array([[0, 65535, 13107]], dtype=np.int32), [[[0, 255, 51]]]),
+    ("F", lambda np: np.array([[0.0, 1.0, 0.2]], dtype=np.float32), [[[0, 255, 51]]]),
+    ("LA", lambda np: np.array([[[0, 9], [255, 0], [51, 200]]], dtype=np.uint8), [[[0, 255, 51]]]),
+    ("RGBA", lambda np: np.array([[[0, 0, 0, 0], [255, 128, 1, 9]]], dtype=np.uint8), [[[0, 255]], [[0, 128]], [[0, 1]]]),
+])
+def test_other_image_modes_are_scaled_to_0_255(tmp_path, mode, make, expected):
+    import numpy as np
+    from PIL import Image
+
+    from genzoo.images import read_image_files
+
+    path = tmp_path / f"image.{'tiff' if mode in ('I', 'F') else 'png'}"
+    Image.fromarray(make(np), mode).save(path)
+    assert read_image_files([path]).tolist() == [expected]
+
+
+def test_a_palette_image_is_looked_up(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from genzoo.images import read_image_files
+
+    image = Image.fromarray(np.array([[0, 1]], dtype=np.uint8), "P")
+    image.putpalette([10, 20, 30, 200, 100, 0] + [0] * 762)
+    image.save(tmp_path / "palette.png")
+    assert read_image_files([tmp_path / "palette.png"]).tolist() == [[[[10, 200]], [[20, 100]], [[30, 0]]]]
+
+
+@pytest.mark.parametrize("values, said", [
+    ([[0.5, float("nan")]], "holds NaN or infinite pixel values"),
+    ([[0.5, float("inf")]], "holds NaN or infinite pixel values"),
+    ([[0.5, 2.0]], r"is a floating-point image \(F\) with pixel values in \[0.5, 2\], outside \[0, 1\]"),
+])
+def test_floating_point_images_must_hold_numbers_in_range(tmp_path, values, said):
+    import numpy as np
+    from PIL import Image
+
+    from genzoo.images import read_image_files
+
+    Image.fromarray(np.array(values, dtype=np.float32), "F").save(tmp_path / "f.tiff")
+    with pytest.raises(genzoo.GenzooError, match=said):
+        read_image_files([tmp_path / "f.tiff"])
+
+
+@pytest.mark.parametrize("limit", [300, 500])  # 784 pixels: past twice the limit Pillow raises, past it it warns
+def test_a_decompression_bomb_is_one_sentence(tmp_path, monkeypatch, limit):
+    import numpy as np
+    from PIL import Image
+
+    from genzoo.datasets import load_images
+
+    Image.fromarray(np.zeros((28, 28), dtype=np.uint8)).save(tmp_path / "bomb.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", limit)
+    with pytest.raises(genzoo.GenzooError, match=rf"bomb.png claims more than {limit} pixels, the most Pillow decodes "
+                                                 r"safely \(a decompression bomb"):
+        load_images(tmp_path / "bomb.png")
+
+
+@pytest.mark.parametrize("x, said", [
+    ("nan", "array 'x' holds 128 NaN or infinite values"),
+    ("empty", r"array 'x' holds no images \(its shape is \(0, 8, 8\)\); give at least one image"),
+    ("two-channel", r"array 'x' of shape \(5, 8, 8, 2\) does not read as images of 1 or 3 channels"),
+])
+def test_an_npz_of_no_images_nan_or_no_image_shape_is_refused(tmp_path, x, said):
+    import numpy as np
+
+    from genzoo.datasets import load_images
+
+    arrays = {"nan": np.full((2, 8, 8), np.nan), "empty": np.zeros((0, 8, 8), np.uint8),
+              "two-channel": np.zeros((5, 8, 8, 2), np.uint8)}
+    np.savez(tmp_path / "x.npz", x=arrays[x])
+    with pytest.raises(genzoo.GenzooError, match=said):
+        load_images(tmp_path / "x.npz")
+
+
+@pytest.fixture
+def no_network_runs(monkeypatch):
+    """Fail the test if a feature network or a model is asked for anything."""
+    import genzoo.metrics.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "extract", lambda *a, **k: pytest.fail("a feature network ran"))
+    monkeypatch.setattr(evaluation, "generate", lambda *a, **k: pytest.fail("a model ran"))
+
+
+def _npz(path, shape, dtype="uint8"):
+    import numpy as np
+
+    np.savez(path, x=np.random.default_rng(0).integers(0, 255, shape).astype(dtype))
+    return path
+
+
+def test_images_of_another_shape_than_the_reference_are_refused_before_any_network_runs(tmp_path, no_network_runs):
+    given, ref = _npz(tmp_path / "given.npz", (20, 3, 28, 28)), _npz(tmp_path / "ref.npz", (20, 28, 28))
+    with pytest.raises(genzoo.GenzooError, match=r"the images of npz:.*given.npz have shape \(3, 28, 28\) \(C, H, W\) "
+                                                 r"but ref npz:.*ref.npz holds \(1, 28, 28\)"):
+        genzoo.evaluate(f"npz:{given}", ref=f"npz:{ref}", n=10, metrics="fid", features="features-mnist")
+
+
+def test_a_reference_the_feature_network_cannot_take_is_refused_before_any_network_runs(tmp_path, no_network_runs):
+    given, ref = _npz(tmp_path / "given.npz", (20, 16, 16)), _npz(tmp_path / "ref.npz", (20, 16, 16))
+    with pytest.raises(genzoo.GenzooError, match=r"ref npz:.*ref.npz holds images of shape \(1, 16, 16\) \(C, H, W\), "
+                                                 r"but feature network features-mnist takes \(1, 28, 28\)"):
+        genzoo.evaluate(f"npz:{given}", ref=f"npz:{ref}", n=10, metrics="fid", features="features-mnist")
+
+
+def test_a_tensor_holding_nan_is_not_scored(tmp_path, no_network_runs):
+    import torch
+
+    images = torch.rand(10, 1, 28, 28)
+    images[3, 0, 5, 5] = float("nan")
+    ref = _npz(tmp_path / "ref.npz", (20, 28, 28))
+    with pytest.raises(genzoo.GenzooError, match="the tensor holds 1 NaN or infinite pixel values"):
+        genzoo.evaluate(images, ref=f"npz:{ref}", n=10, metrics="fid", features="features-mnist")
+
+
+def test_identical_16_bit_images_score_fid_zero_against_themselves(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        Image.fromarray((rng.random((28, 28)) * 65535).astype(np.uint16)).save(folder / f"{i:03d}.png")
+    report = genzoo.evaluate(f"folder:{folder}", ref=f"folder:{folder}", n=24, metrics="fid",
+                             features="features-mnist", progress=False)
+    assert abs(report["metrics"]["fid"]) < 1e-3

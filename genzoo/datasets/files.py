@@ -62,7 +62,17 @@ def load_npz(path: str | os.PathLike, split: str | None = None) -> ImageData:
         why = "it holds object arrays, which genzoo never loads" if zipfile.is_zipfile(path) else \
             "it is not an .npz archive"
         raise GenzooError(f"{path} is not an image array genzoo can read ({why}); give {NPZ_ACCEPTED}") from None
+    x = np.asarray(x)
+    if np.issubdtype(x.dtype, np.floating) and x.size and not np.isfinite(x).all():
+        bad = int((~np.isfinite(x)).sum())
+        raise GenzooError(f"{path}: array {x_key!r} holds {bad:,} NaN or infinite values; images must be numbers in "
+                          f"[0, 1] (floats) or 0..255 (uint8)")
     images = images_to_uint8_nchw(x, str(path))
+    if len(images) == 0:
+        raise GenzooError(f"{path}: array {x_key!r} holds no images (its shape is {x.shape}); give at least one image")
+    if images.shape[1] not in (1, 3) or 0 in images.shape[2:]:
+        raise GenzooError(f"{path}: array {x_key!r} of shape {x.shape} does not read as images of 1 or 3 channels "
+                          f"(it reads as C x H x W = {' x '.join(map(str, images.shape[1:]))}); give {NPZ_ACCEPTED}")
     if y is not None and not np.issubdtype(np.asarray(y).dtype, np.integer):
         raise GenzooError(f"{path}: labels {y_key!r} must be integers, got {np.asarray(y).dtype}")
     labels = torch.from_numpy(np.asarray(y).astype(np.int64)) if y is not None else None

@@ -138,6 +138,8 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
             entry.check(o, ref_count)
     train_data = _training_set(o, dataset_name) if any("train" in e.needs for e in entries) else None
     _check_shapes(model, refiner, reference, train_data)
+    given = _given_images(source, o) if model is None else None
+    _check_inputs(given, space, reference, o)  # before any network runs
     catalogue = _catalogue_figures(source, o)
 
     ref_index = fixed_permutation(len(reference), REFERENCE_SEED)[:ref_count]
@@ -158,7 +160,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
     for k in o.applies():
         t1 = time.time()
         one = dataclasses.replace(o, apply=k)
-        images, used_labels, source_name = _images(source, model, refiner, one)
+        images, used_labels, source_name = given or _images(source, model, refiner, one)
         if tuple(images.shape[1:]) != tuple(ref_images.shape[1:]):
             raise GenzooError(f"the images of {source_name} have shape {tuple(images.shape[1:])} but the reference "
                               f"{o.ref} has {tuple(ref_images.shape[1:])}; evaluate against a reference of the same size")
@@ -258,19 +260,43 @@ def _check_shapes(model: Method | None, refiner: Method | None, reference: Image
                                 f"{tuple(data.image_shape)}; evaluate against data of the same size")
 
 
-def _images(source: Any, model: Method | None, refiner: Method | None,
-            o: EvalOptions) -> tuple[torch.Tensor, torch.Tensor | None, str]:
-    """Images to score: from a model, or from a tensor or npz:/folder: files."""
+def _given_images(source: Any, o: EvalOptions) -> tuple[torch.Tensor, torch.Tensor | None, str]:
+    """The images to score when ``source`` is images (a tensor, or npz:/folder: files), read once and checked."""
     if isinstance(source, torch.Tensor):
         if len(source) < o.n:
             raise ArgumentError("n", f"the tensor holds {len(source)} images, fewer than {{arg}}={o.n}; lower {{arg}}")
-        return source[:o.n].float(), o.labels, "tensor"
-    if model is None:
-        data = load_dataset(source)
-        if len(data) < o.n:
-            raise ArgumentError("n", f"{source} holds {len(data)} images, fewer than {{arg}}={o.n}; lower {{arg}}")
-        index = torch.arange(o.n)
-        return data.floats(index), (data.labels[index] if data.labels is not None else o.labels), source
+        images = source[:o.n].float()
+        if not bool(torch.isfinite(images).all()):
+            bad = int((~torch.isfinite(images)).sum())
+            raise GenzooError(f"the tensor holds {bad:,} NaN or infinite pixel values; images are scored only when "
+                              f"every value is a number in [0, 1]")
+        return images, o.labels, "tensor"
+    data = load_dataset(source)
+    if len(data) < o.n:
+        raise ArgumentError("n", f"{source} holds {len(data)} images, fewer than {{arg}}={o.n}; lower {{arg}}")
+    index = torch.arange(o.n)
+    return data.floats(index), (data.labels[index] if data.labels is not None else o.labels), source
+
+
+def _check_inputs(given: tuple[torch.Tensor, Any, str] | None, space: Any, reference: ImageData,
+                  o: EvalOptions) -> None:
+    """The reference against the feature network's input, and given images against the reference, by shape."""
+    if len(reference) == 0:
+        raise ArgumentError("ref", f"{{arg}} {reference.name} holds no images; give a reference with images")
+    takes = getattr(space.module, "image_shape", None)
+    if takes is not None and tuple(takes) != tuple(reference.image_shape):
+        raise ArgumentError("ref", f"{{arg}} {reference.name} holds images of shape {tuple(reference.image_shape)} "
+                            f"(C, H, W), but feature network {space.name} takes {tuple(takes)}; give a reference of "
+                            f"that shape, or another --features")
+    if given is not None and tuple(given[0].shape[1:]) != tuple(reference.image_shape):
+        raise ArgumentError("ref", f"the images of {given[2]} have shape {tuple(given[0].shape[1:])} (C, H, W) but "
+                            f"{{arg}} {reference.name} holds {tuple(reference.image_shape)}; evaluate against a "
+                            f"reference of the same size")
+
+
+def _images(source: Any, model: Method | None, refiner: Method | None,
+            o: EvalOptions) -> tuple[torch.Tensor, torch.Tensor | None, str]:
+    """Images to score from a model."""
     images, used = generate(model, o.n, seed=o.seed, labels=o.labels, apply=o.apply, refiner=refiner,
                             refine_steps=o.refine_steps, refine_options=o.refine_options, batch_size=o.batch_size,
                             device=o.device, precision=o.precision, progress=o.progress, options=o.sample_options)
