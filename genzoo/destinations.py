@@ -24,8 +24,10 @@ REFUSALS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
             errno.ENOENT: "a folder on the way does not exist", errno.ENOTDIR: "a file stands where a folder should"}
 
 
-def os_reason(exc: OSError) -> str:
-    """What the operating system refused, in words."""
+def os_reason(exc: OSError, folder: Path | None = None) -> str:
+    """What the operating system refused, in words; ``folder`` is where a file was to be created, if known."""
+    if exc.errno == errno.ENOENT and folder is not None and folder.is_dir():
+        return "its file system does not let files be created there"  # /proc, /sys: the folder exists, yet ENOENT
     return REFUSALS.get(exc.errno, exc.strerror or type(exc).__name__)
 
 
@@ -55,7 +57,7 @@ def check_destination(path: str | os.PathLike, *, folder: bool = False) -> Path:
     try:
         prove_writable(base)
     except OSError as exc:
-        raise GenzooError(f"cannot write {path}: {base} is not writable ({os_reason(exc)}); choose a folder you can "
+        raise GenzooError(f"cannot write {path}: {base} is not writable ({os_reason(exc, base)}); choose a folder you can "
                           f"write to, or fix its permissions") from None
     return path
 

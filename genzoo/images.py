@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -213,7 +214,27 @@ def output_target(output: str | os.PathLike | None, fmt: str | None, default_ste
     if fmt != "png-dir" and path.is_dir():
         raise GenzooError(f"-o {path} is a folder; a {fmt} is one file: name a file ending in "
                           f"{'.png or .jpg' if fmt == 'grid' else '.npz'}")
+    if fmt == "png-dir" and path.is_dir():
+        foreign = sorted(p.name for p in path.iterdir() if not _NUMBERED.fullmatch(p.name))
+        if foreign:
+            raise GenzooError(f"-o {path} holds files genzoo did not write ({', '.join(foreign[:3])}"
+                              f"{', ...' if len(foreign) > 3 else ''}); --format png-dir writes into a new or empty "
+                              f"folder, or replaces a folder of its own numbered PNGs: choose another folder")
     return check_destination(path, folder=fmt == "png-dir"), fmt
+
+
+OUTPUT_RULE = ("An existing file is replaced, and the output line says so; a --format png-dir folder is written "
+               "whole, replacing one that holds only genzoo's numbered PNGs and refusing one that holds other files.")
+_NUMBERED = re.compile(r"[0-9]{5,}\.png")  # the names of a png-dir's images (00000.png, ...)
+
+
+def replacing(path: Path, fmt: str) -> str:
+    """What writing ``path`` replaces, for the line a command prints ("" when nothing): an earlier file, or the
+    earlier images of a png-dir (a png-dir is written whole beside the old one, then put in its place)."""
+    if fmt != "png-dir":
+        return f"replacing the earlier {path.name}" if path.is_file() else ""
+    earlier = [p for p in path.iterdir() if _NUMBERED.fullmatch(p.name)] if path.is_dir() else []
+    return f"replacing the {len(earlier)} earlier image{'' if len(earlier) == 1 else 's'} there" if earlier else ""
 
 
 def save_images(
@@ -227,29 +248,53 @@ def save_images(
 ) -> Path:
     """Write images as a grid PNG/JPEG, an .npz (key x, uint8 NCHW or float with ``as_float``; y) or a PNG folder.
 
-    A refused write (permissions, a full disk) is one sentence naming ``out``, and leaves nothing behind:
-    no partial file, no PNGs of a half-written folder, no folder this call created.
+    An existing file is replaced (:func:`replacing` says so for the command's output line). A PNG folder
+    is written whole into a temporary folder beside ``out`` and then put in its place, so it never mixes
+    with earlier images: a folder of genzoo's own numbered PNGs is replaced, one holding other files
+    refused (:func:`output_target`). A refused write (permissions, a full disk) is one sentence naming
+    ``out``, and leaves nothing behind: no partial file, no half set of PNGs, no folder this call created.
     """
     out, fmt = output_target(out, fmt, "samples")
-    created = first_missing(out if fmt == "png-dir" else out.parent)
-    written: list[Path] = []
+    created = first_missing(out.parent)
     try:
         with writing(out):
             if fmt == "grid":
                 return save_grid(images, out, nrow=nrow)
             if fmt == "npz":
                 return _save_npz(images, out, labels=labels, as_float=as_float)
-            out.mkdir(parents=True, exist_ok=True)
-            width = max(5, len(str(len(images))))
-            for i, image in enumerate(images):
-                written.append(save_png(image, out / f"{i:0{width}d}.png"))
-            return out
+            return _save_png_dir(images, out)
     except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
         raise
+
+
+def _save_png_dir(images: torch.Tensor, out: Path) -> Path:
+    """One PNG per image into a new folder beside ``out``, then renamed into place (an earlier one is replaced)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    retired = None
+    try:
+        width = max(5, len(str(len(images))))
+        for i, image in enumerate(images):
+            save_png(image, staging / f"{i:0{width}d}.png")
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(staging, 0o777 & ~mask)
+        if out.is_dir() and any(out.iterdir()):
+            retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.earlier.", dir=out.parent))
+            os.replace(out, retired)
+        os.replace(staging, out)  # onto a missing or empty folder
+    except BaseException:
+        if retired is not None and not out.exists():
+            os.replace(retired, out)
+            retired = None
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if retired is not None:
+            shutil.rmtree(retired, ignore_errors=True)
+    return out
 
 
 def _save_npz(images: torch.Tensor, out: Path, *, labels: torch.Tensor | None, as_float: bool) -> Path:

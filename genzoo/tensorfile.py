@@ -32,9 +32,10 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
     """Write ``tensors`` to ``path`` in the safetensors format, the same bytes every time.
 
     ``metadata`` may hold one key at most (see the module's docstring). Tensors that share memory
-    (tied weights) are written as copies of their own.
+    (tied weights) are written as copies of their own. A refused write (a full disk) raises the
+    system's OSError.
     """
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     if metadata is not None and len(metadata) > 1:
         raise WeightsError(f"safetensors metadata of more than one key ({sorted(metadata)}) is not written the same "
@@ -51,7 +52,10 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
         elif storage is not None:
             storages.add(storage)
         plain[name] = tensor
-    save_file(plain, str(path), metadata=dict(metadata) if metadata else None)
+    # serialised by the library, written by Python: a refused write (a full disk) is an OSError with its errno
+    data = save(plain, metadata=dict(metadata) if metadata else None)
+    with open(path, "wb") as fh:
+        fh.write(data)
 
 
 def read_header(path: str | os.PathLike) -> dict[str, tuple[torch.dtype | None, tuple[int, ...]]]:

@@ -140,15 +140,6 @@ def test_two_refiners_based_on_each_other_are_named_as_a_cycle(tmp_path):
 # -- images in ----------------------------------------------------------------------------------------------
 
 
-def _png(path, array, mode=None):
-    from PIL import Image
-
-    Image.fromarray(array, mode) if mode else Image.fromarray(array)
-    image = Image.fromarray(array) if mode is None else Image.fromarray(array).convert(mode)
-    image.save(path)
-    return path
-
-
 def test_a_16_bit_png_is_scaled_to_the_full_range_not_clipped(tmp_path):
     import numpy as np
     from PIL import Image

@@ -42,6 +42,22 @@ one `Error:` line (or, when the run goes on, one line on stderr):
 | `cannot write PATH (no space left on the device); the last complete checkpoint is kept` | the disk filled up during a run | make room, then `--resume` |
 | `... left generator.* without a gradient at step N, which several processes cannot average` | a single-loss method under `accelerate launch` whose step does not reach every parameter | give the method an `update()` ([plugins-reference.md](plugins-reference.md#methods-with-several-networks-gans)) |
 | `at step N process R holds other weights than process 0` | the processes made different updates | draw randomness that must agree across processes from the step's seed, not a process's own RNG |
+
+The other verbs read model files, Hub repos and images as untrusted input, and write their outputs whole or not at
+all:
+
+| what it says | what happened | what to do |
+|---|---|---|
+| `DIR/config.json field 'F' must be an integer, got '64' (a string)`, `... gives format_version as '1' (a string)`, `... gives method as [...] (a list)` | a model's config.json holds a value of the wrong type or range (every field is typed as read, before anything is built) | export or download the model again |
+| `DIR/config.json asks for C x S x S images: one alone takes N GiB ...`, `... describes a model of N GiB of weights ...` | the config asks for more memory than this machine has; refused before anything is built | load a model whose config fits; the file is damaged or not meant for genzoo |
+| `... needs method 'M', which no installed plugin provides; the file names its plugin as '...', which is not a genzoo plugin name` | a model (a Hub repo's) names a plugin outside genzoo's naming rule (`genzoo-[a-z0-9-]+`): genzoo quotes it and offers no install command | find the plugin that provides the method from a source you trust |
+| `robust's base generator leads back to itself ('A' -> 'A')` | a refiner's base model is the refiner, or a chain of bases returns to it | `genzoo export REFINER DEST --set base=MODEL` naming a generator |
+| `the cached FILE of hf://ORG/NAME@COMMIT was changed after it was downloaded` | a file in the Hugging Face cache no longer matches the hash its download recorded (checked offline too) | `genzoo pull --force ORG/NAME` downloads it again |
+| `cannot write PATH (no space left on the device); nothing was written there` | the disk filled while `sample`, `refine` or `export` wrote; an earlier file or png-dir is kept as it was, and no staging file is left | make room, then run the command again |
+| `cannot write FILE of hf://ORG/NAME into the Hugging Face cache (...): no space left on the device` | the cache's disk filled during a download; the partial file is removed | make room, or set HF_HOME to another disk |
+| `FILE claims more than N pixels, the most Pillow decodes safely` | an input image larger than Pillow's decompression-bomb guard allows | give images of the model's size |
+| `FILE holds NaN or infinite pixel values`, `array 'x' holds no images`, `... does not read as images of 1 or 3 channels`, `--ref R holds images of shape ..., but feature network F takes ...` | images that cannot be scored or refined as they are; checked before any network runs (16-bit and other PNG modes are scaled to 0..255, never clipped) | fix the input, or give a reference of the right shape |
+| `-o DIR holds files genzoo did not write` | `--format png-dir` into a folder holding other files | choose another folder; a folder of genzoo's own numbered PNGs is replaced whole, and the output line says so |
 """
 
 

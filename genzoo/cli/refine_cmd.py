@@ -3,7 +3,7 @@ import click
 from ..datasets import load_images
 from ..errors import GenzooError
 from ..generate import RefineOptions
-from ..images import output_target, save_images
+from ..images import OUTPUT_RULE, output_target, replacing, save_images
 from ..loading import load
 from .options import device_from, device_option, options_from, output_options, parse_labels, parse_options
 
@@ -12,7 +12,7 @@ from .options import device_from, device_option, options_from, output_options, p
 @click.argument("name")
 @click.option("-i", "--input", "source", required=True,
               help="A PNG file (a grid written by genzoo sample is split back), a folder of PNGs, or an .npz (key x, optional y).")
-@click.option("-o", "--output", default=None, help="Output path (default: refined.png / refined.npz / refined/).")
+@click.option("-o", "--output", default=None, help=f"Output path (default: refined.png / refined.npz / refined/). {OUTPUT_RULE}")
 @output_options
 @click.option("--labels", default=None, help="Class labels: a comma list or a file (default: the npz's y, if any).")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Method-specific refine option (repeatable).")
@@ -39,5 +39,6 @@ def command(name, source, output, fmt, as_float, nrow, labels, opts, device, **s
     use_labels = given if given is not None else (file_labels if model.num_classes else None)
     refined = model.refine(images, labels=use_labels, steps=o.steps, seed=o.seed, batch_size=o.batch_size, device=dev,
                            precision=o.precision, progress=o.progress, **options)
+    note = replacing(out, fmt)
     save_images(refined, out, fmt, labels=use_labels, as_float=as_float, nrow=nrow)
-    click.echo(f"refined {len(refined)} images into {out}")
+    click.echo(f"refined {len(refined)} images into {out}" + (f" ({note})" if note else ""))

@@ -1,7 +1,7 @@
 import click
 
 from ..generate import SampleOptions, generate
-from ..images import output_target, save_images
+from ..images import OUTPUT_RULE, output_target, replacing, save_images
 from ..loading import load
 from .options import (device_from, device_option, options_from, output_options, parse_labels, parse_options,
                       parse_refine_options)
@@ -9,7 +9,7 @@ from .options import (device_from, device_option, options_from, output_options, 
 
 @click.command("sample")
 @click.argument("name")
-@click.option("-o", "--output", default=None, help="Output path (default: samples.png / samples.npz / samples/).")
+@click.option("-o", "--output", default=None, help=f"Output path (default: samples.png / samples.npz / samples/). {OUTPUT_RULE}")
 @output_options
 @click.option("--labels", default=None, help="Class labels: a comma list or a file (conditional models; default i mod C).")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Method-specific sample option (repeatable).")
@@ -36,5 +36,6 @@ def command(name, output, fmt, as_float, nrow, labels, opts, refine_opts, device
         batch_size=o.batch_size, device=dev, precision=o.precision, progress=o.progress, options=options,
         refine_options=refine_options,
     )
+    note = replacing(out, fmt)
     save_images(images, out, fmt, labels=used_labels, as_float=as_float, nrow=nrow)
-    click.echo(f"wrote {len(images)} images to {out}")
+    click.echo(f"wrote {len(images)} images to {out}" + (f" ({note})" if note else ""))
