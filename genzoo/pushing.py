@@ -51,7 +51,8 @@ def push_to_hub(
     branch = _check_branch(revision)
     check_can_push()  # before the sample grid is drawn
     with tempfile.TemporaryDirectory(prefix="genzoo-push-") as tmp:
-        folder = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
+        with writing(tmp):  # the staged files go to the system's temporary folder: a full disk there is one sentence
+            folder = _stage(model, Path(tmp), repo_id=repo_id, revision=revision, provenance=provenance)
         return commit_folder(folder, repo_id, branch=branch, private=private, token=token,
                              message=message or f"Upload genzoo model ({_method_of(folder)})")
 

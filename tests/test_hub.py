@@ -613,3 +613,17 @@ def test_cli_in_a_fresh_process_honours_the_environment(hub, toy_model_dir, tmp_
                              timeout=120)
     assert sampled.returncode == 0, sampled.stderr
     assert out.is_file() and hub.hub.log == []
+
+
+def test_a_full_disk_while_staging_a_push_is_one_sentence_and_pushes_nothing(hub, toy_model_dir, monkeypatch):
+    import errno
+
+    import genzoo.pushing as pushing
+
+    def fills_the_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pushing, "save_grid", fills_the_disk)
+    with pytest.raises(genzoo.GenzooError, match=r"cannot write .*genzoo-push-.* \(no space left on the device\)"):
+        genzoo.push_to_hub(toy_model_dir, "org/full-push")
+    assert "org/full-push" not in hub.hub.repos
