@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import genzoo
-from genzoo.checkpoints import model_from_checkpoint
+from genzoo.training.checkpoints import model_from_checkpoint
 from harness import parser, write_json
 
 

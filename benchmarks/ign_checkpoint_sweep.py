@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import genzoo
-from genzoo.checkpoints import model_from_checkpoint
+from genzoo.training.checkpoints import model_from_checkpoint
 from harness import parser, write_json
 
 BAND = (0.06, 0.14)  # the per-class bar: every digit between 6% and 14% of the samples

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import model_from_checkpoint
+from .training.checkpoints import model_from_checkpoint
 from .configs import replace_config
 from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError

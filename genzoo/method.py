@@ -50,6 +50,8 @@ class Method(nn.Module):
       ema_modules           submodules whose weights the EMA averages (None: all; e.g. ("generator",))
       init_from             other methods whose models ``fit --init`` may start from (same network)
       unoptimized           prefixes of trainable parameter names that no optimiser updates on purpose
+      update_period         steps within which ``update`` steps every optimiser at least once (e.g. 5 for a
+                            critic stepped every step and a generator every 5th); the kit's window covers it
 
     and implement the hooks for their capabilities:
       sample_batch(noise, labels, **options)             -> images in [0, 1]
@@ -79,6 +81,7 @@ class Method(nn.Module):
     ema_modules: ClassVar[tuple[str, ...] | None] = None
     init_from: ClassVar[tuple[str, ...]] = ()
     unoptimized: ClassVar[tuple[str, ...]] = ()
+    update_period: ClassVar[int] = 1
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
     fit_steps: int | None = None  # the run's total --steps while genzoo fit builds optimisers and schedules
     _steps_shown: bool = False  # whether track() shows a bar: set while sample/refine run with progress

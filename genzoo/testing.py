@@ -41,9 +41,9 @@ from .errors import GenzooError, UnsupportedVerb
 from .method import VERBS, Method
 from .plugins import MethodRecord, get_host
 from .seeding import Noise
-from .fitsetup import split_optimizers
-from .train import fit
-from .trainstep import TrainStep, describe_parameters
+from .training.step import split_optimizers
+from .training.loop import fit
+from .training.step import TrainStep, describe_parameters
 from .weights import load_model_dir, save_pretrained
 
 TOLERANCE = 1e-5  # largest absolute difference allowed between two computations of one image
@@ -314,6 +314,16 @@ def check_save_load_round_trip(cls: type, config: dict[str, Any] | None) -> None
 KIT_STEPS = (0, 1, 2, 3)  # the steps at which the training step is checked (a schedule may switch on parity)
 
 
+def kit_steps(cls: type) -> tuple[int, ...]:
+    """The steps check_training_step runs: :data:`KIT_STEPS`, or more for a method whose ``update_period``
+    (steps within which every optimiser is stepped) is longer, so the window holds one whole period."""
+    period = getattr(cls, "update_period", 1)
+    if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+        _fail("check_training_step", f"update_period must be an integer >= 1 (the steps within which every "
+                                     f"optimiser is stepped), got {period!r}")
+    return tuple(range(max(len(KIT_STEPS), period)))
+
+
 def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
     """At several steps, the training step gives finite scalar logs and gradients that reach parameters:
     ``training_step(batch)`` a finite scalar ``loss`` whose gradient is finite and not all zero, or
@@ -322,9 +332,10 @@ def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
     rule = "check_training_step"
     if "fit" not in cls.capabilities:
         return
-    model, optimizers, data = _fit_ready(cls, config)
+    steps = kit_steps(cls)
+    model, optimizers, data = _fit_ready(cls, config, len(steps))
     stepped: set[int] = set()
-    for t in KIT_STEPS:
+    for t in steps:
         batch = _kit_batch(data, t, 4)
         if cls.owns_update():
             stepped |= _one_update(rule, model, optimizers, batch, t)
@@ -334,14 +345,16 @@ def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
     if never:
         params = _optimizer_parameters(model, optimizers[never[0]])
         _fail(rule, f"optimiser {never[0]} ({describe_parameters(params)}) was never stepped in steps "
-                    f"{KIT_STEPS[0]}-{KIT_STEPS[-1]}; update() must call step.step(optimizer) for every network "
-                    f"it trains")
+                    f"{steps[0]}-{steps[-1]}; update() must call step.step(optimizer) for every network it trains "
+                    f"(a schedule that steps a network less often declares update_period, the steps within "
+                    f"which every optimiser is stepped)")
 
 
-def _fit_ready(cls: type, config: dict[str, Any] | None) -> tuple[Method, list[torch.optim.Optimizer], Any]:
+def _fit_ready(cls: type, config: dict[str, Any] | None, steps: int = len(KIT_STEPS)
+               ) -> tuple[Method, list[torch.optim.Optimizer], Any]:
     model = _build(cls, config)
     data = synthetic_dataset(model, 8) if cls.needs_data else None
-    model.fit_steps = len(KIT_STEPS)
+    model.fit_steps = steps
     model.setup_fit(data)
     optimizers, _ = split_optimizers(model.configure_optimizers(), cls.name)
     model.train()
@@ -497,8 +510,8 @@ def _process_worker(rank: int, processes: int, port: int, cls: type, config: dic
                        "LOCAL_WORLD_SIZE": str(processes), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                        "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"})
     torch.set_num_threads(1)
-    from .fitoptions import FitOptions
-    from .train import Trainer
+    from .training.options import FitOptions
+    from .training.loop import Trainer
     from .tensorfile import write_tensors
 
     try:
@@ -621,5 +634,5 @@ def _expect_error(rule: str, message: str) -> Iterator[None]:
     _fail(rule, message)
 
 
-__all__ = ["CHECKS", "SLOW_CHECKS", "ContractError", "TOLERANCE", "check_method", "checks_for", "parametrize_with_checks",
-           "registered", "synthetic_dataset", "tolerance_for"] + [c.__name__ for c in CHECKS + SLOW_CHECKS]
+__all__ = ["CHECKS", "KIT_STEPS", "SLOW_CHECKS", "ContractError", "TOLERANCE", "check_method", "checks_for", "kit_steps",
+           "parametrize_with_checks", "registered", "synthetic_dataset", "tolerance_for"] + [c.__name__ for c in CHECKS + SLOW_CHECKS]

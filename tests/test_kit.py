@@ -269,7 +269,7 @@ def test_the_readme_of_a_new_plugin_runs_as_written(tmp_path, mnist_root):
     assert (project / "runs" / "flow-toy" / "model.safetensors").is_file() and (project / "grid.png").is_file()
 
 
-@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.train:FitOptions"), ("eval", "genzoo.metrics.evaluation:EvalOptions"),
+@pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.training.options:FitOptions"), ("eval", "genzoo.metrics.evaluation:EvalOptions"),
                                                ("sample", "genzoo.generate:SampleOptions"), ("refine", "genzoo.generate:RefineOptions")])
 def test_cli_defaults_agree_with_the_options_dataclass(verb, options_cls):
     """Every CLI option built from a verb's options dataclass has the dataclass's default, and every

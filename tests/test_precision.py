@@ -123,7 +123,7 @@ def test_a_run_records_its_precision_and_hardware(toy_site, toy_npz, tmp_path):
 def test_fit_prints_its_precision_and_why(toy_site, toy_npz, tmp_path, native_cpu, monkeypatch):
     from click.testing import CliRunner
 
-    import genzoo.fitsetup as train
+    import genzoo.training.precision as train
     from genzoo.cli import cli
 
     monkeypatch.setenv(prec.CACHE_ENV, str(tmp_path / "cache"))  # no verdict from an earlier test
@@ -188,3 +188,156 @@ def test_timed_stops_a_run_after_its_network_calls():
     made.clear()
     prec.timed(work, calls=None)
     assert len(made) == 200
+
+
+# -- the precision a run records is the precision it ran -------------------------------------------
+
+
+def _observing_toy():
+    """The toy, recording for each training step the autocast dtype it ran under (None: no autocast)."""
+    toy = genzoo.get_host().method("toy")
+
+    class Observing(toy):
+        seen: list = []
+
+        def training_step(self, batch):
+            device = self.device.type
+            Observing.seen.append(torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None)
+            return super().training_step(batch)
+
+    return Observing
+
+
+@pytest.fixture
+def fp16_on_this_cpu(monkeypatch):
+    _allow_fp16_on_this_cpu(monkeypatch)
+
+
+def _allow_fp16_on_this_cpu(monkeypatch):
+    """Let fp16 run on the CPU (it is refused there), so the fp16 path of the engine runs in the default suite."""
+    import genzoo.training.precision as run_precision
+    import genzoo.training.start as start
+
+    def allowing(requested, device, probe=None, probe_key=""):
+        if requested == "fp16":
+            return prec.PrecisionChoice("fp16", "fp16", "as asked")
+        return prec.decide_precision(requested, device, probe, probe_key)
+
+    monkeypatch.setattr(run_precision, "decide_precision", allowing)
+    monkeypatch.setattr(start, "decide_precision", allowing)
+    monkeypatch.setattr(start, "check_runnable", lambda choice, device, out: None)
+
+
+def _fp16_fit(cls, out, toy_npz, steps, **kw):
+    return genzoo.fit(cls, steps=steps, out=out, dataset=f"npz:{toy_npz}", batch_size=8, progress=False,
+                      sample_every=0, checkpoint_every=2, **kw)
+
+
+def test_an_fp16_run_trains_in_fp16_fresh_and_resumed_and_records_what_ran(toy_site, toy_npz, tmp_path,
+                                                                          fp16_on_this_cpu):
+    """A run started in fp16 and resumed under the default --precision auto keeps fp16: every step of both
+    segments runs under fp16 autocast with a loss scaler, and fit.json and the model say fp16."""
+    from genzoo.training import loop
+
+    scalers = []
+    original = loop.TrainStep.__init__
+
+    def recording(self, *args, **kwargs):
+        scalers.append(kwargs.get("scaler"))
+        original(self, *args, **kwargs)
+
+    toy = _observing_toy()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loop.TrainStep, "__init__", recording)
+        _fp16_fit(toy, tmp_path / "run", toy_npz, 2, precision="fp16")
+        assert toy.seen == [torch.float16] * 2
+        toy.seen.clear()
+        _fp16_fit(toy, tmp_path / "run", toy_npz, 4, resume=True)  # precision auto: the run's fp16
+    assert toy.seen == [torch.float16] * 2
+    assert len(scalers) == 4 and all(isinstance(s, torch.amp.GradScaler) for s in scalers)
+    fit_json = json.loads((tmp_path / "run" / "fit.json").read_text())
+    assert [(s["steps"], s["precision"]) for s in fit_json["segments"]] == [([0, 2], "fp16"), ([2, 4], "fp16")]
+    assert fit_json["settings"]["precision"] == "fp16"
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["provenance"]["precision"] == "fp16"
+
+
+def test_a_cpu_refuses_to_resume_an_fp16_run_in_one_sentence_and_changes_nothing(toy_site, toy_npz, tmp_path,
+                                                                                monkeypatch):
+    """Where fp16 cannot run (a CPU), resuming an fp16 run is refused as a fresh fp16 run is, instead of
+    training in fp32 while fit.json says fp16; --precision fp32 --allow-changes continues, recorded."""
+    with pytest.MonkeyPatch.context() as patch:
+        _allow_fp16_on_this_cpu(patch)
+        _fp16_fit("toy", tmp_path / "run", toy_npz, 2, precision="fp16")
+    before = (tmp_path / "run" / "fit.json").read_text()
+    with pytest.raises(genzoo.GenzooError, match=r"^--resume: the run in .* trains in fp16, which runs on GPUs only; "
+                                                   r"resume it on a GPU, or continue in another precision with "
+                                                   r"--precision fp32 --allow-changes") as refused:
+        _fp16_fit("toy", tmp_path / "run", toy_npz, 4, resume=True)
+    assert "\n" not in str(refused.value)
+    assert (tmp_path / "run" / "fit.json").read_text() == before
+    with pytest.raises(ArgumentError, match="fp16 is for GPUs"):
+        _fp16_fit("toy", tmp_path / "fresh", toy_npz, 2, precision="fp16")
+    toy = _observing_toy()
+    toy.seen.clear()
+    _fp16_fit(toy, tmp_path / "run", toy_npz, 4, resume=True, precision="fp32", allow_changes=True)
+    assert toy.seen == [None] * 2
+    segments = json.loads((tmp_path / "run" / "fit.json").read_text())["segments"]
+    assert [(s["precision"], s.get("changed")) for s in segments] == [("fp16", None), ("fp32", ["precision"])]
+
+
+def _two_process_worker(rank, port, out, toy_npz, steps, resume, allow_fp16, precision, results):
+    """One of two CPU processes (gloo), as accelerate launch runs them: genzoo fit of the observing toy."""
+    import os
+
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "ACCELERATE_USE_CPU": "1"})
+    torch.set_num_threads(1)
+    from genzoo.training.loop import Trainer
+    from genzoo.training.options import FitOptions
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            if allow_fp16:
+                _allow_fp16_on_this_cpu(patch)
+            toy = _observing_toy()
+            opts = FitOptions(steps=steps, out=out, dataset=f"npz:{toy_npz}", batch_size=8, precision=precision,
+                              device="cpu", sample_every=0, checkpoint_every=2, progress=False, resume=resume)
+            trainer = Trainer(toy, opts)
+            trainer.run()
+        weights = {k: v.detach().clone() for k, v in trainer.state.model.state_dict().items()}
+        results.put((rank, "ok", [str(d) for d in toy.seen], {k: v.tolist() for k, v in weights.items()}))
+    except Exception as exc:
+        results.put((rank, "error", f"{type(exc).__name__}: {exc}", None))
+
+
+def _two_processes(out, toy_npz, steps, resume=False, allow_fp16=True, precision="auto"):
+    import multiprocessing
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    workers = [context.Process(target=_two_process_worker, args=(rank, port, str(out), str(toy_npz), steps, resume,
+                                                                 allow_fp16, precision, results)) for rank in range(2)]
+    for worker in workers:
+        worker.start()
+    found = sorted(results.get(timeout=300) for _ in workers)
+    for worker in workers:
+        worker.join(timeout=60)
+    return found
+
+
+@pytest.mark.slow
+def test_two_processes_train_an_fp16_run_in_fp16_fresh_and_resumed_or_both_refuse(toy_site, toy_npz, tmp_path):
+    fresh = _two_processes(tmp_path / "run", toy_npz, 2, precision="fp16")
+    assert [(r[1], r[2]) for r in fresh] == [("ok", ["torch.float16"] * 2)] * 2, fresh
+    resumed = _two_processes(tmp_path / "run", toy_npz, 4, resume=True)
+    assert [(r[1], r[2]) for r in resumed] == [("ok", ["torch.float16"] * 2)] * 2, resumed
+    assert resumed[0][3] == resumed[1][3]  # the ranks end bit-equal
+    segments = json.loads((tmp_path / "run" / "fit.json").read_text())["segments"]
+    assert [(s["steps"], s["precision"], s["processes"]) for s in segments] == [([0, 2], "fp16", 2), ([2, 4], "fp16", 2)]
+    refused = _two_processes(tmp_path / "run", toy_npz, 6, resume=True, allow_fp16=False)
+    assert [r[1] for r in refused] == ["error", "error"] and refused[0][2] == refused[1][2], refused
+    assert "trains in fp16, which runs on GPUs only" in refused[0][2]

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 import genzoo
 from genzoo.errors import GenzooError
-from genzoo.batches import mirrored_half
+from genzoo.training.batches import mirrored_half
 
 
 def _fit(out, npz, steps, **kw):
@@ -286,7 +286,7 @@ def test_a_short_run_exports_what_it_learned(toy_site, toy_npz, tmp_path):
     """With EMA decay 0.999 and no warm-up, 30 steps would export nearly the initial weights; the
     warm-up (decay (1 + t) / (10 + t) up to 0.999) puts the export nearer the raw weights."""
     from genzoo.configs import build_config
-    from genzoo.ema import ema_decay_at
+    from genzoo.training.ema import ema_decay_at
 
     assert ema_decay_at(0, 0.999) == pytest.approx(0.1) and ema_decay_at(10**6, 0.999) == 0.999
     toy = genzoo.get_host().method("toy")
@@ -371,7 +371,7 @@ def test_ctrl_c_saves_the_whole_step_and_resume_is_exact_whatever_auto_would_say
                                                                                      monkeypatch, interactive_ctrl_c):
     """Ctrl-C in the middle of step 5 (its noise already drawn): fit finishes that step, saves it and stops;
     --resume ends with the weights of an uninterrupted run, although auto's probe would now pick bf16."""
-    import genzoo.fitsetup as train
+    import genzoo.training.precision as train
     from genzoo import precision as prec
 
     monkeypatch.setattr(prec, "cpu_has_native_bf16", lambda: True)
@@ -449,3 +449,32 @@ def test_ctrl_c_on_the_command_line_exits_130_after_saving(toy_site, toy_npz, tm
     assert result.exit_code == 130, result.output
     assert "interrupted: checkpoint saved at step 3; continue with --resume" in result.output
     assert f"genzoo export {tmp_path / 'run'} DEST --checkpoint 3" in result.output
+
+
+def test_a_resumed_run_reads_fit_json_once(toy_site, toy_npz, tmp_path, monkeypatch):
+    """Where a run starts (its checkpoint, settings and precision) is decided in one place, from one reading."""
+    import genzoo.training.record as record
+    import genzoo.training.start as start
+
+    _fit(tmp_path / "run", toy_npz, 3, precision="fp32")
+    reads = []
+    original = record.read_run_file
+
+    def counted(out):
+        reads.append(out)
+        return original(out)
+
+    monkeypatch.setattr(start, "read_run_file", counted)
+    monkeypatch.setattr(record, "read_run_file", counted)
+    monkeypatch.setattr(record.json, "loads", _counting(record.json.loads, reads, "fit.json"))
+    _fit(tmp_path / "run", toy_npz, 6, resume=True, precision="fp32")
+    assert len([r for r in reads if r != "fit.json"]) == 1 and reads.count("fit.json") == 1
+
+
+def _counting(loads, calls, tag):
+    def counted(text, *args, **kwargs):
+        value = loads(text, *args, **kwargs)
+        if isinstance(value, dict) and "segments" in value and "settings" in value:
+            calls.append(tag)
+        return value
+    return counted

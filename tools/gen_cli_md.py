@@ -36,12 +36,28 @@ one `Error:` line (or, when the run goes on, one line on stderr):
 | `DIR holds a run that stopped before its first checkpoint; nothing of it is kept, so it starts again` | the earlier attempt was killed before it saved anything | nothing: the same command starts the run again; with `--resume` it says so and starts from step 0 |
 | `DIR already holds a run; pass --resume ...` | a finished or checkpointed run is in `--out` | `--resume` to continue it (to a larger `--steps`), or a new `--out` |
 | `step N: loss is nan (not finite), so training stopped without saving that step; the checkpoint of step M is kept` | the training diverged | continue from step M with a changed setting: `genzoo fit ... --resume --allow-changes --set lr=...`; the change is recorded in fit.json's segment |
-| `--resume: Config field 'F' differs from the run in DIR (was A, now B)` | a `--set` that differs from the run's | drop it, or pass `--allow-changes` (Config fields and precision only; the network must still fit) |
+| `--resume: Config field 'F' differs from the run in DIR (was A, now B)` | a `--set` that differs from the run's | drop it, or pass `--allow-changes` (Config fields, the precision and the data only; the network must still fit) |
 | `--resume: checkpoint step-N holds K optimiser(s), the method now configures J` | the method's code changed since the checkpoint | resume with the code that wrote it, or start a new run from its weights with `--init` |
 | `--out DIR: FOLDER is not writable (permission denied)` | `--out`, its parent or its `checkpoints/` cannot be written; checked before any work | choose a writable folder or fix the permissions |
-| `cannot write PATH (no space left on the device); the last complete checkpoint is kept` | the disk filled up during a run | make room, then `--resume` |
-| `... left generator.* without a gradient at step N, which several processes cannot average` | a single-loss method under `accelerate launch` whose step does not reach every parameter | give the method an `update()` ([plugins-reference.md](plugins-reference.md#methods-with-several-networks-gans)) |
+| `cannot write PATH (no space left on the device); the last complete checkpoint is kept` | the disk filled up during a run (the checkpoint being written is removed whole: no `.staging-step-*` folder stays) | make room, then `--resume` |
+| `stopped by SIGTERM: checkpoint saved at step N; continue with --resume, ...` (exit 143; SIGUSR1: 138; Ctrl-C: `interrupted: ...`, 130) | the scheduler asked the job to stop (SLURM before its time limit, Kubernetes before evicting a pod), or Ctrl-C: the step in progress finished and was saved, every process of `accelerate launch` at the same step | `--resume`: the run ends with the weights of an uninterrupted one. A second Ctrl-C stops at once, without that step |
+| `process R of N (process ID P on HOST) stopped answering T ago, in step S; ...` (exit 124) | one process of `accelerate launch` stopped (a hung node or GPU, a stopped process); the others waited `--collective-timeout` minutes (10 by default) | end that process or restart its node, then `--resume` from the last checkpoint |
+| `--resume: the training data differs from the run in DIR (was 60000 images of 1x28x28, sha256 ..., now ...)` | other images behind the `--dataset` name (fit.json keeps the data's count, shape and a hash of up to 4,096 of its images, so the same file named another way is the same data) | resume on the data the run started with, or `--allow-changes` to continue on these (recorded in fit.json's segment) |
+| `--resume: the run in DIR trains in fp16, which runs on GPUs only; ...` | a run started in fp16 on a GPU, resumed on a CPU | resume it on a GPU, or `--precision fp32 --allow-changes` |
+| `DIR is already at step N >= --steps M; nothing to do` | `--resume` with no step left to train | nothing: no file of the run changes |
 | `at step N process R holds other weights than process 0` | the processes made different updates | draw randomness that must agree across processes from the step's seed, not a process's own RNG |
+
+On a SLURM cluster, ask for the signal a little before the time limit, long enough for one step and a
+checkpoint (here 120 s), and let it reach genzoo: with `B:` SLURM signals the batch script's shell
+only, so the script hands its process to genzoo with `exec` (without `B:` it signals every job step
+started with `srun`):
+
+```bash
+#SBATCH --signal=B:TERM@120
+exec genzoo fit ign --dataset mnist --steps 10000 --out runs/ign --resume
+```
+
+(The first submission runs without `--resume`; each requeued one continues from the checkpoint.)
 
 The other verbs read model files, Hub repos and images as untrusted input, and write their outputs whole or not at
 all:

@@ -1,9 +1,12 @@
+import os
+import signal
 import sys
 
 import click
 
 from ..configs import parse_assignments
-from ..train import FitOptions, fit
+from ..training.loop import fit
+from ..training.options import FitOptions
 from .group import command_line
 from .options import options_from
 
@@ -20,6 +23,8 @@ def command(method: str, sets: tuple[str, ...], **options) -> None:
     """
     try:
         path = fit(method, config=parse_assignments(sets), command=command_line(), **options)
-    except KeyboardInterrupt:
-        sys.exit(130)  # Ctrl-C: fit has said what it saved; 128 + SIGINT, as a shell reports it
-    click.echo(f"model written to {path}")
+    except KeyboardInterrupt as exc:
+        # fit has said what it saved; 128 + the signal, as a shell reports it (Ctrl-C 130, SIGTERM 143)
+        sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
+    if int(os.environ.get("RANK", "0")) == 0:  # once per run, not once per process
+        click.echo(f"model written to {path}")

@@ -1,41 +1,43 @@
-"""Setting up a training run: the output folder, what it already holds, the Accelerator, the method with
-its optimisers and EMA (from the seed or --init's weights), and the precision, decided once."""
+"""Setting up a training run: the output folder, the Accelerator, the method with its optimisers and EMA
+(from the seed or --init's weights), and the run's plan: what the folder holds, the checkpoint to
+resume from, the precision and the settings, decided once on the main process (:func:`plan_run`)
+and shared with every process (:func:`agree`)."""
 
 from __future__ import annotations
 
-import copy
 import errno
-import hashlib
-import json
 import os
 import random
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from ..destinations import os_reason, prove_writable
+from ..errors import ArgumentError, GenzooError
+from ..precision import PrecisionChoice, decide_precision
+from ..weights import WEIGHTS_FILE, load_model_dir, read_config, sha256_file
 from . import checkpoints as ckpt
 from .batches import BatchSampler
-from .configs import config_to_dict
-from .destinations import os_reason, prove_writable
 from .ema import EMA
-from .errors import ArgumentError, GenzooError
-from .fitoptions import FitOptions
-from .method import Method
-from .precision import PrecisionChoice, autocast, decide_precision, timed
-from .runrecord import FIT_FILE, METRICS_FILE, RunRecord
-from .trainstep import TrainStep
-from .weights import WEIGHTS_FILE, load_model_dir, read_config, sha256_file
+from .options import FitOptions
+from .precision import check_runnable, decide
+from .record import FIT_FILE, METRICS_FILE, compare_settings, read_run_file
+from .step import split_optimizers
 
 RUN_FILES = (FIT_FILE, METRICS_FILE, "losses.png", "samples", ckpt.FOLDER, "trackers", "config.json", WEIGHTS_FILE)
 
 
-def make_accelerator(opts: FitOptions, device: torch.device, owns_update: bool):
+def make_accelerator(opts: FitOptions, device: torch.device):
+    """The processes and the trackers. Precision and gradient averaging are the engine's (training.step)."""
+    from datetime import timedelta
+
     from accelerate import Accelerator
-    from accelerate.utils import DistributedDataParallelKwargs
+    from accelerate.utils import InitProcessGroupKwargs
 
     if device.type == "cuda" and device.index is not None:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -47,10 +49,11 @@ def make_accelerator(opts: FitOptions, device: torch.device, owns_update: bool):
     trackers = opts.trackers()
     return Accelerator(
         cpu=device.type == "cpu",
-        mixed_precision="fp16" if opts.precision == "fp16" and not owns_update else "no",
+        mixed_precision="no",
         log_with=trackers or None,
         project_dir=str(Path(opts.out) / "trackers") if trackers else None,
-        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=False)],
+        # the heartbeat names a stuck process at --collective-timeout; torch's own time-out is the fallback
+        kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(minutes=opts.collective_timeout, seconds=60))],
     )
 
 
@@ -66,9 +69,69 @@ def make_writable(out: Path) -> None:
                           f"to, or fix its permissions") from None
 
 
-def resume_point(out: Path, opts: FitOptions, record: RunRecord) -> Path | None:
+@dataclass(frozen=True)
+class RunPlan:
+    """Where a run starts, decided once (on the main process) and the same in every process."""
+
+    saved: dict[str, Any]  # the run's fit.json as read, once ({} for a new run)
+    checkpoint: Path | None  # the verified checkpoint to continue from (None: step 0)
+    step: int  # the step the run starts at
+    precision: PrecisionChoice  # the recorded one on --resume (unless another is asked for), else decided now
+    settings: dict[str, Any]  # what fit.json records and a --resume must match
+    changes: list[str] = field(default_factory=list)  # the settings --allow-changes accepted
+
+
+def plan_run(out: Path, opts: FitOptions, state: ckpt.TrainState, sampler: BatchSampler, device: torch.device,
+             settings_of: Callable[[str], dict[str, Any]]) -> RunPlan:
+    """Read what ``out`` holds (fit.json once, the newest verified checkpoint), agree the precision and
+    check the settings against the saved ones; refuses in one sentence. ``settings_of(precision)``: the
+    run's settings in that precision."""
+    saved = read_run_file(out)
+    checkpoint = resume_point(out, opts, saved)
+    if checkpoint is None and not opts.resume:
+        saved = {}
+    choice = decide(opts.precision, saved.get("precision") if opts.resume else None, state.model, sampler, device)
+    settings = settings_of(choice.precision)
+    if checkpoint is None:
+        return RunPlan(saved, None, 0, choice, settings)
+    changes = compare_settings(out, saved["settings"], settings, opts.allow_changes)
+    saved_steps = (saved.get("options") or {}).get("steps")
+    if state.schedulers and saved_steps is not None and saved_steps != opts.steps:
+        raise ArgumentError("steps", f"the run in {out} follows a learning-rate schedule over {{arg}} {saved_steps}; "
+                            f"resume it with {{arg}} {saved_steps} (a schedule cannot be stretched), or start a new "
+                            f"run from it with --init")
+    step = ckpt.read_state(checkpoint)["step"]
+    if step < opts.steps:
+        check_runnable(choice, device, out)
+    return RunPlan(saved, checkpoint, step, choice, settings, changes)
+
+
+def agree(acc: Any, make: Callable[[], Any]) -> Any:
+    """``make()`` on the main process, its value in every process; a refusal there is raised in every process
+    (so no process waits for one that has stopped)."""
+    value, error = None, None
+    if acc.is_main_process:
+        try:
+            value = make()
+        except GenzooError as exc:
+            if acc.num_processes == 1:
+                raise
+            error = exc
+    if acc.num_processes == 1:
+        return value
+    from accelerate.utils import broadcast_object_list
+
+    box = [value, str(error) if error is not None else None]
+    broadcast_object_list(box, from_process=0)
+    if error is not None:
+        raise error
+    if box[1] is not None:
+        raise GenzooError(box[1])
+    return box[0]
+
+
+def resume_point(out: Path, opts: FitOptions, saved: dict[str, Any]) -> Path | None:
     """The verified checkpoint to resume from (None: start at step 0), after checking what ``out`` holds."""
-    saved = record.saved()
     latest = ckpt.latest_checkpoint(out)
     if not opts.resume:
         if saved and latest is not None:
@@ -114,7 +177,7 @@ def build_state(cls: type, config: Any, opts: FitOptions, data: Any) -> ckpt.Tra
 
 def init_folder(init: str) -> Path:
     """The model directory --init names: a directory, or a catalogue model's (bundled or downloaded) files."""
-    from .loading import resolve
+    from ..loading import resolve
 
     return resolve(init)[0]
 
@@ -142,67 +205,6 @@ def init_history(init: str) -> tuple[str, list[str]]:
     return sha256_file(folder / WEIGHTS_FILE), (read_config(folder).get("provenance") or {}).get("commands", [])
 
 
-def agreed_precision(acc, opts: FitOptions, record: RunRecord, state: ckpt.TrainState, sampler: BatchSampler,
-                     owns_update: bool) -> PrecisionChoice:
-    """The run's precision, decided once and the same in every process: a resumed run keeps the one it
-    started with (never timed again) unless another is asked for; ``auto`` may time the actual step."""
-    from accelerate.utils import broadcast_object_list
-
-    choice: list[Any] = [None]
-    if acc.is_main_process:
-        saved = record.saved().get("precision") if opts.resume else None
-        if saved and opts.precision in ("auto", saved.get("precision")):
-            choice[0] = saved
-        else:
-            probe = StepProbe(state.model, sampler, acc.device, owns_update)
-            config = config_to_dict(state.model.config)
-            key = f"fit:{state.model.name}:{_digest(config)}:batch{sampler.local}"
-            choice[0] = decide_precision(opts.precision, acc.device, probe, key).to_dict()
-    if acc.num_processes > 1:
-        broadcast_object_list(choice, from_process=0)
-    return PrecisionChoice.from_dict(choice[0])
-
-
-class StepProbe:
-    """One training step of a copy of the method, for ``--precision auto`` to time in fp32 and bf16."""
-
-    def __init__(self, model: Method, sampler: BatchSampler, device: torch.device, owns_update: bool):
-        self.model, self.sampler, self.device, self.owns_update = model, sampler, device, owns_update
-
-    def __call__(self, precision: str) -> float:
-        model = copy.deepcopy(self.model).to(self.device).train()
-        optimizers, _ = split_optimizers(model.configure_optimizers(), model.name)
-        batches = self.sampler.micro_batches(0, self.device)[:1]
-
-        def one_step() -> None:
-            if self.owns_update:
-                with autocast(precision, self.device):
-                    model.update(TrainStep(model, 0, batches, optimizers))
-                return
-            with autocast(precision, self.device):
-                losses = model.training_step(batches[0])
-            losses["loss"].float().backward()
-            model.zero_grad(set_to_none=True)
-
-        return timed(one_step, calls=None)
-
-
-def split_optimizers(returned: Any, name: str) -> tuple[list[torch.optim.Optimizer], list[Any]]:
-    """configure_optimizers' result -> (optimisers, schedulers)."""
-    schedulers: list[Any] = []
-    if isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[0], (list, tuple)):
-        returned, schedulers = returned
-        schedulers = list(schedulers) if isinstance(schedulers, (list, tuple)) else [schedulers]
-    optimizers = list(returned) if isinstance(returned, (list, tuple)) else [returned]
-    if not optimizers or not all(isinstance(o, torch.optim.Optimizer) for o in optimizers):
-        raise GenzooError(f"{name}.configure_optimizers must return an optimiser, a list of them, or "
-                          f"(optimizers, schedulers); got {type(returned).__name__}")
-    for s in schedulers:
-        if not (hasattr(s, "step") and hasattr(s, "state_dict") and hasattr(s, "load_state_dict")):
-            raise GenzooError(f"{name}.configure_optimizers returned a scheduler without step/state_dict: {s!r}")
-    return optimizers, schedulers
-
-
 class os_errors:
     """A file system refusal (permissions, a full or read-only disk) during a run: one sentence naming the path."""
 
@@ -223,7 +225,3 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -4,17 +4,20 @@ The global batch of step t is a slice of a permutation of the dataset seeded by 
 into ``grad_accum`` micro-batches, and each micro-batch into one part per process. With mirroring,
 whether an image is flipped is a coin drawn from (seed, t) for the whole step, so neither the
 accumulation nor the number of processes changes which images a step sees. A resumed run therefore
-sees exactly the batches an uninterrupted one would.
+sees exactly the batches an uninterrupted one would. :func:`data_fingerprint` is what a run remembers of
+its data, so that --resume notices other images behind the same name.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import torch
 
-from .datasets import ImageData
-from .seeding import image_seed
+from ..datasets import ImageData
+from ..seeding import image_seed
 
 
 class BatchSampler:
@@ -57,6 +60,30 @@ class BatchSampler:
         return {"x": x.to(device), "y": y, "size": self.local, "step": step}
 
 
+FINGERPRINT_IMAGES = 4096  # images hashed at most: evenly spaced over the set
+
+
+def data_fingerprint(data: ImageData | None) -> dict[str, Any] | None:
+    """The image count and shape, and a sha256 of up to 4,096 evenly spaced images and every label: cheap
+    for a large set, blind to how the data was named (a relative or absolute path, a link), and changed
+    by other images behind the same name."""
+    if data is None:
+        return None
+    n = len(data)
+    index = torch.linspace(0, n - 1, min(n, FINGERPRINT_IMAGES)).round().long().unique()
+    digest = hashlib.sha256(json.dumps([n, list(data.images.shape[1:])]).encode())
+    digest.update(data.images[index].contiguous().numpy().tobytes())
+    if data.labels is not None:
+        digest.update(data.labels.contiguous().numpy().tobytes())
+    return {"images": n, "shape": list(data.images.shape[1:]), "sha256": digest.hexdigest()[:16]}
+
+
+def describe_fingerprint(fingerprint: dict[str, Any] | None) -> str:
+    if not fingerprint:
+        return "no data"
+    return f"{fingerprint['images']} images of {'x'.join(map(str, fingerprint['shape']))}, sha256 {fingerprint['sha256']}"
+
+
 def mirrored_half(x: torch.Tensor, seed: int, offset: int, per_step: int) -> torch.Tensor:
     """``x`` (rows ``offset``... of a step's ``per_step`` images) with each image mirrored left-right with
     probability 1/2; the coin of every image of the step comes from ``seed``, so which images are
@@ -65,4 +92,4 @@ def mirrored_half(x: torch.Tensor, seed: int, offset: int, per_step: int) -> tor
     return torch.where(coins[:, None, None, None], x.flip(-1), x)
 
 
-__all__ = ["BatchSampler", "mirrored_half"]
+__all__ = ["BatchSampler", "data_fingerprint", "describe_fingerprint", "mirrored_half"]

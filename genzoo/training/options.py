@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .configs import option
-from .errors import ArgumentError
-from .precision import check_precision
-from .weights import WEIGHTS_FILE
+from ..configs import option
+from ..errors import ArgumentError
+from ..precision import check_precision
+from ..weights import WEIGHTS_FILE
 
 TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",), "mlflow": ("mlflow",),
             "comet_ml": ("comet_ml",), "aim": ("aim",), "clearml": ("clearml",), "dvclive": ("dvclive",)}
@@ -37,8 +37,9 @@ class FitOptions:
     device: str = option("auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")
     resume: bool = option(False, help="Continue the run in --out from its last complete checkpoint.")
     allow_changes: bool = option(False, flags=("--allow-changes",),
-                                 help="With --resume: accept changed Config fields or precision (recorded in "
-                                      "fit.json; the run is then no longer what one uninterrupted run gives).")
+                                 help="With --resume: accept changed Config fields, precision or training data "
+                                      "(recorded in fit.json; the run is then no longer what one uninterrupted run "
+                                      "gives).")
     checkpoint_every: int = option(1000, help="Steps between checkpoints (0: only at the end).")
     keep_checkpoints: int = option(DEFAULT_KEEP, help="How many recent checkpoints to keep (2 or more lets "
                                                              "--resume fall back when the newest is damaged).")
@@ -50,6 +51,10 @@ class FitOptions:
     log_with: str | None = option(None, metavar="TRACKER",
                                   help="Also log to an experiment tracker through Accelerate (tensorboard, wandb, "
                                        "mlflow, ...; comma list), writing under --out/trackers.")
+    collective_timeout: float = option(10.0, metavar="MINUTES",
+                                       help="Under several processes: how long the others wait for one that stopped "
+                                            "answering before the run names it and exits, keeping its last "
+                                            "checkpoint.")
     progress: bool = option(True, flags=("--progress/--no-progress",), help="Show a progress bar (hide it for log files).")
     command: str = option("", cli=False)
     overrides: dict[str, Any] = option(default_factory=dict, cli=False)
@@ -62,6 +67,10 @@ class FitOptions:
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ArgumentError(name, f"{{arg}} must be an integer >= {low}, got {value!r}")
         check_precision(self.precision)
+        if isinstance(self.collective_timeout, bool) or not isinstance(self.collective_timeout, (int, float)) or \
+                not self.collective_timeout > 0:
+            raise ArgumentError("collective_timeout", f"{{arg}} must be a number of minutes > 0, got "
+                                f"{self.collective_timeout!r}")
         if method.needs_data and not self.dataset:
             raise ArgumentError("dataset", f"method {method.name!r} trains on data: pass {{arg}} (e.g. mnist)")
         if not method.needs_data and self.dataset:
@@ -85,9 +94,11 @@ class FitOptions:
     def trackers(self) -> list[str]:
         return [part.strip() for part in (self.log_with or "").split(",") if part.strip()]
 
-    def settings(self, method: str, config: dict[str, Any], precision: str, init_sha: str | None) -> dict[str, Any]:
-        """What must match between a run and its --resume (the step count may grow)."""
-        return {"method": method, "dataset": self.dataset, "batch_size": self.batch_size,
+    def settings(self, method: str, config: dict[str, Any], precision: str, init_sha: str | None,
+                 data: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What must match between a run and its --resume (the step count may grow); ``data``: the
+        training data's fingerprint (``training.batches.data_fingerprint``)."""
+        return {"method": method, "data": data, "dataset": self.dataset, "batch_size": self.batch_size,
                 "grad_accum": self.grad_accum, "seed": self.seed, "hflip": self.hflip, "precision": precision,
                 "config": config, "init": {"path": str(self.init), "sha256": init_sha} if self.init else None}
 

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import GenzooError
-from .tensorfile import write_tensors
-from .weights import method_config, read_checked, sha256_file
+from ..errors import GenzooError
+from ..tensorfile import write_tensors
+from ..weights import method_config, read_checked, sha256_file
 
 STATE_FILE = "state.json"
 FOLDER = "checkpoints"

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .errors import GenzooError
+from ..errors import GenzooError
 
 
 def ema_decay_at(step: int, decay: float) -> float:

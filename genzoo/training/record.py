@@ -18,9 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
-from .errors import GenzooError
-from .fitoptions import FitOptions
+from .._version import __version__
+from ..errors import GenzooError
+from .options import FitOptions
 
 FIT_FILE = "fit.json"
 METRICS_FILE = "metrics.jsonl"
@@ -30,8 +30,9 @@ PROVENANCE_SEGMENT = ("steps", "precision", "hardware", "processes")  # of fit.j
 class RunRecord:
     """fit.json and metrics.jsonl of the run in ``out``."""
 
-    def __init__(self, out: Path, opts: FitOptions):
-        self.out, self.opts = Path(out), opts
+    def __init__(self, out: Path, opts: FitOptions, saved: dict[str, Any] | None = None):
+        """``saved``: the run's fit.json as :func:`read_run_file` read it (empty for a new run)."""
+        self.out, self.opts, self.saved = Path(out), opts, dict(saved or {})
         self.commands: list[str] = []
         self.init_commands: list[str] = []
         self.segments: list[dict[str, Any]] = []
@@ -39,60 +40,12 @@ class RunRecord:
         self.precision: dict[str, Any] = {}
         self._log = None
 
-    # -- reading a run that exists ------------------------------------------------------------
-
-    def saved(self) -> dict[str, Any]:
-        """The run's fit.json (empty when there is none); refused in one sentence when unreadable."""
-        path = self.out / FIT_FILE
-        if not path.is_file():
-            return {}
-        try:
-            document = json.loads(path.read_text())
-            if not isinstance(document, dict) or not isinstance(document.get("settings"), dict):
-                raise ValueError("no settings")
-            return document
-        except (OSError, ValueError) as exc:
-            raise GenzooError(f"{path} is damaged ({type(exc).__name__}); the run's settings cannot be checked: start "
-                              f"a new run in another --out, or delete {path.name} to start this one again") from None
-
-    def check_resume(self, now: dict[str, Any], allow_changes: bool) -> list[str]:
-        """Compare ``now`` with the saved settings: one sentence naming the first difference, or (with
-        ``allow_changes``, for Config fields and precision only) the list of changed names."""
-        saved = self.saved()["settings"]
-        now = json.loads(json.dumps(now))
-        changed = []
-        for key in now:
-            if key == "config":
-                for field in now[key]:
-                    before = (saved.get("config") or {}).get(field, now[key][field])
-                    if before != now[key][field]:
-                        changed.append(f"config.{field}")
-                        self._refuse_unless(allow_changes, f"Config field {field!r}", before, now[key][field])
-            elif saved.get(key) != now[key]:
-                if key == "precision":
-                    changed.append(key)
-                    self._refuse_unless(allow_changes, "precision", saved.get(key), now[key])
-                else:
-                    self._refuse_unless(False, key, saved.get(key), now[key])
-        return changed
-
-    def _refuse_unless(self, allowed: bool, what: str, before: Any, after: Any) -> None:
-        if allowed:
-            return
-        fix = " or pass --allow-changes to continue with the new value" if what.startswith(("Config", "precision")) \
-            else ""
-        raise GenzooError(f"--resume: {what} differs from the run in {self.out} (was {before!r}, now {after!r}); "
-                          f"resume with the original value{fix}, or choose a new --out")
-
-    def saved_steps(self) -> int | None:
-        return (self.saved().get("options") or {}).get("steps")
-
     # -- writing ------------------------------------------------------------------------------
 
     def start(self, step: int, settings: dict[str, Any], precision: dict[str, Any], hardware: str, processes: int,
               init_commands: list[str], changes: list[str]) -> None:
         """Record this invocation: its command, and a segment starting at ``step``; past segments are cut there."""
-        previous = self.saved() if self.opts.resume else {}
+        previous = self.saved if self.opts.resume else {}
         self.init_commands = previous.get("init_commands", init_commands)
         self.commands = previous.get("commands", []) + [self.opts.command or " ".join(sys.argv)]
         self.settings, self.precision = settings, precision
@@ -177,6 +130,64 @@ class RunRecord:
         return list(self.init_commands) + (trained or self.commands[-1:])
 
 
+def read_run_file(out: Path) -> dict[str, Any]:
+    """The run's fit.json (empty when there is none); refused in one sentence when unreadable."""
+    path = Path(out) / FIT_FILE
+    if not path.is_file():
+        return {}
+    try:
+        document = json.loads(path.read_text())
+        if not isinstance(document, dict) or not isinstance(document.get("settings"), dict):
+            raise ValueError("no settings")
+        return document
+    except (OSError, ValueError) as exc:
+        raise GenzooError(f"{path} is damaged ({type(exc).__name__}); the run's settings cannot be checked: start "
+                          f"a new run in another --out, or delete {path.name} to start this one again") from None
+
+
+CHANGEABLE = ("precision", "data")  # settings besides Config fields that --allow-changes may change
+
+
+def compare_settings(out: Path, saved: dict[str, Any], now: dict[str, Any], allow_changes: bool) -> list[str]:
+    """Compare ``now`` with a run's saved settings: one sentence naming the first difference, or (with
+    ``allow_changes``, for Config fields, the precision and the data's content) the changed names."""
+    now = json.loads(json.dumps(now, default=str))
+    changed = []
+    if saved.get("data") != now.get("data") and "data" in saved:
+        changed.append("data")
+        if not allow_changes:
+            from .batches import describe_fingerprint
+
+            raise GenzooError(f"--resume: the training data differs from the run in {out} (was "
+                              f"{describe_fingerprint(saved['data'])}, now {describe_fingerprint(now.get('data'))}); "
+                              f"resume on the data it started with, or pass --allow-changes to continue on this data")
+    for key in now:
+        if key == "data" or (key == "dataset" and saved.get("data") == now.get("data") and "data" in saved):
+            continue  # the data compared by content above, not by how its path is spelled
+        if key == "config":
+            for field in now[key]:
+                before = (saved.get("config") or {}).get(field, now[key][field])
+                if before != now[key][field]:
+                    changed.append(f"config.{field}")
+                    _refuse_unless(out, allow_changes, f"Config field {field!r}", before, now[key][field])
+        elif key not in saved and key in CHANGEABLE:
+            continue  # recorded by a newer genzoo than the one that started the run
+        elif saved.get(key) != now[key]:
+            if key in CHANGEABLE:
+                changed.append(key)
+            _refuse_unless(out, allow_changes and key in CHANGEABLE, key, saved.get(key), now[key])
+    return changed
+
+
+def _refuse_unless(out: Path, allowed: bool, what: str, before: Any, after: Any) -> None:
+    if allowed:
+        return
+    fix = " or pass --allow-changes to continue with the new value" if what.startswith("Config") or \
+        what in CHANGEABLE else ""
+    raise GenzooError(f"--resume: {what} differs from the run in {out} (was {before!r}, now {after!r}); resume with "
+                      f"the original value{fix}, or choose a new --out")
+
+
 def write_json_atomic(path: Path, document: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(document, indent=2, default=str))
@@ -198,4 +209,5 @@ def _torch_version() -> str:
     return torch.__version__
 
 
-__all__ = ["FIT_FILE", "METRICS_FILE", "PROVENANCE_SEGMENT", "RunRecord", "git_commit", "write_json_atomic"]
+__all__ = ["FIT_FILE", "METRICS_FILE", "PROVENANCE_SEGMENT", "RunRecord", "compare_settings", "git_commit",
+           "read_run_file", "write_json_atomic"]

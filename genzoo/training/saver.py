@@ -7,19 +7,20 @@ statistics there, on 8,192 forward passes).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from . import checkpoints as ckpt
-from .errors import GenzooError
-from .hardware import device_name
-from .images import save_grid
-from .method import Method
-from .plots import plot_losses
-from .runrecord import RunRecord
-from .weights import read_config, save_pretrained
+from ..errors import GenzooError
+from ..hardware import device_name
+from ..images import save_grid
+from ..method import Method
+from ..plots import plot_losses
+from .record import RunRecord
+from ..weights import read_config, save_pretrained
 
 GRID_SEED = 0
 
@@ -41,16 +42,22 @@ class RunSaver:
         if acc.num_processes > 1:
             check_processes_agree(acc, state.model, state.step)
         staging = ckpt.staging_folder(self.out, state.step)
+        try:
+            if acc.is_main_process:
+                ckpt.start_checkpoint(self.out, state.step)
+            acc.wait_for_everyone()
+            ckpt.save_rng(staging, acc.process_index)
+            if acc.is_main_process:
+                ckpt.save_training_state(staging, state)
+            acc.wait_for_everyone()
+            if acc.is_main_process:
+                info = {"elapsed_seconds": elapsed, "processes": acc.num_processes,
+                        "optimizers": len(state.optimizers)}
+                ckpt.finish_checkpoint(staging, state.step, info, keep=self.keep)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)  # a refused write (a full disk) leaves no half checkpoint
+            raise
         if acc.is_main_process:
-            ckpt.start_checkpoint(self.out, state.step)
-        acc.wait_for_everyone()
-        ckpt.save_rng(staging, acc.process_index)
-        if acc.is_main_process:
-            ckpt.save_training_state(staging, state)
-        acc.wait_for_everyone()
-        if acc.is_main_process:
-            info = {"elapsed_seconds": elapsed, "processes": acc.num_processes, "optimizers": len(state.optimizers)}
-            ckpt.finish_checkpoint(staging, state.step, info, keep=self.keep)
             self.record.reach(state.step, acc.num_processes, self.hardware())
             if model:
                 self.model(state, elapsed, grid)

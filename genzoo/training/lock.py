@@ -13,7 +13,7 @@ import socket
 import time
 from pathlib import Path
 
-from .errors import GenzooError
+from ..errors import GenzooError
 
 LOCK_FILE = ".lock"
 
