@@ -9,6 +9,7 @@ by :func:`format_value`, so one metric reads the same on every page.
 from __future__ import annotations
 
 import math
+import shutil
 import textwrap
 from typing import Any, Iterable
 
@@ -16,7 +17,7 @@ from .registry import RANKED_METRICS, Metric, ModelEntry, ReferenceSet, referenc
 
 LABELS = {"fid": "FID", "kid": "KID", "swd": "SWD", "class_entropy": "class entropy",
           "images_per_second": "images/s"}
-WIDTH = 100  # of `genzoo info`'s text
+FALLBACK_WIDTH = 80  # of text for people when the terminal's width is unknown (a pipe, a log file)
 # What each distance is, and its factor: written once, in docs/models.md (tools/gen_models_md.py); every page
 # prints the figures as format_value writes them, so a figure reads the same everywhere.
 UNITS = {
@@ -122,9 +123,16 @@ def _ranked_names(metrics: Iterable[Metric]) -> list[str]:
 # -- genzoo info ---------------------------------------------------------------------------------------------
 
 
-def wrap(text: str, indent: str = "") -> list[str]:
-    """``text`` in lines of at most WIDTH characters, later lines indented two more spaces."""
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+def terminal_width() -> int:
+    """The width to write text for people in: $COLUMNS, else the terminal's, else 80 (a pipe, a log file)."""
+    return max(shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns, 20)
+
+
+def wrap(text: str, indent: str = "", width: int | None = None, hanging: str | None = None) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (default: the terminal's), later lines indented by
+    ``hanging`` (default: two spaces more than ``indent``); a word longer than a line (a hash, a URL) is not broken."""
+    return textwrap.wrap(text, width or terminal_width(), initial_indent=indent,
+                         subsequent_indent=indent + "  " if hanging is None else hanging,
                          break_on_hyphens=False, break_long_words=False) or [indent]
 
 

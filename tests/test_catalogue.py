@@ -20,8 +20,8 @@ def runner():
     return CliRunner()
 
 
-def info(runner, *args):
-    result = runner.invoke(cli, ["info", *args])
+def info(runner, *args, columns=80):
+    result = runner.invoke(cli, ["info", *args], env={"COLUMNS": str(columns)})
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -30,9 +30,10 @@ def info(runner, *args):
 
 
 def test_info_of_ign_cifar10_fits_a_screen_and_says_status_scale_and_how_to_reproduce(runner):
-    text = info(runner, "ign-cifar10")
+    text = info(runner, "ign-cifar10", columns=100)
     lines = text.splitlines()
-    assert len(lines) <= 40 and max(map(len, lines)) <= 110
+    assert len(lines) <= 40 and max(map(len, lines)) <= 100
+    assert max(map(len, info(runner, "ign-cifar10", columns=140).splitlines())) > 100  # a wide terminal is used
     assert "status: experimental." in text and "class entropy 0.841 (bar 0.9" in " ".join(text.split())
     assert "FID 677.7: between noise 0.1 (474.5) and blur (809.7)" in text
     assert "KID 145: between" in text and '"between A (a) and B (b)": the figure lies between' in text
@@ -46,6 +47,8 @@ def test_info_of_ign_cifar10_fits_a_screen_and_says_status_scale_and_how_to_repr
 def test_info_of_every_catalogue_model_is_at_most_40_lines_and_full_keeps_the_rest(runner, name):
     short, full = info(runner, name).splitlines(), info(runner, name, "--full").splitlines()
     assert len(short) <= 40, f"genzoo info {name}: {len(short)} lines"
+    too_wide = [line for line in short + full if len(line) > 80 and max(map(len, line.split())) < 72]
+    assert not too_wide, f"genzoo info {name} on an 80-column terminal:\n" + "\n".join(too_wide)
     assert short[0] == full[0] and len(full) > len(short)
     full_words = " ".join(full).split()
     for command in get_host().model(name).command:  # every command is in --full, word for word
@@ -120,6 +123,23 @@ def test_list_fits_the_terminal_cutting_the_summary_and_wide_shows_all(runner, c
     assert names == sorted(get_host().models)  # every model is listed, whatever the width
     summary = get_host().models["ign-mnist"].summary
     assert summary not in listed.output and summary in runner.invoke(cli, ["list", "--wide"]).output
+
+
+def test_list_keeps_method_and_dataset_at_100_columns_and_wide_is_not_padded_by_one_long_row(runner):
+    header = runner.invoke(cli, ["list"], env={"COLUMNS": "100"}).output.splitlines()[0]
+    assert header.split() == ["NAME", "METHOD", "DATASET", "WEIGHTS", "STATUS"]  # the summary gave way first
+    assert runner.invoke(cli, ["list"], env={"COLUMNS": "80"}).output.splitlines()[0].split() == \
+        ["NAME", "METHOD", "WEIGHTS", "STATUS"]
+    from genzoo.cli.list_cmd import DATASET_WIDTH
+
+    wide = runner.invoke(cli, ["list", "--wide"]).output.splitlines()
+    rows = {line.split()[0]: line for line in wide if line and not line.startswith(" ")}
+    at = rows["NAME"].index("WEIGHTS")
+    assert at <= rows["NAME"].index("DATASET") + DATASET_WIDTH + 2
+    short = [name for name, e in get_host().all_models().items() if len(e.dataset) <= DATASET_WIDTH]
+    assert short and all(rows[name][at:].startswith(get_host().all_models()[name].weights_kind()) for name in short)
+    long = next(e for e in get_host().all_models().values() if len(e.dataset) > DATASET_WIDTH)
+    assert long.dataset in rows[long.name] and long.summary in rows[long.name]  # whole, in its own row only
 
 
 def test_list_cuts_long_dataset_descriptions_and_info_has_them_whole(runner):

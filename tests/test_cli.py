@@ -159,7 +159,7 @@ after_help = sorted(sys.modules)
 cli.main(["sample", "ign", "-n", "4", "-o", sys.argv[1]], standalone_mode=False)
 print(json.dumps({"help": after_help, "sample": sorted(sys.modules)}))
 """
-TRAINING_MODULES = ("genzoo.train", "genzoo.fitoptions", "genzoo.checkpoints", "genzoo.metrics.evaluation",
+TRAINING_MODULES = ("genzoo.training.loop", "genzoo.training.options", "genzoo.training.checkpoints", "genzoo.metrics.evaluation",
                     "genzoo.metrics.features", "accelerate", "torchmetrics")
 
 
@@ -250,3 +250,26 @@ def test_the_emulated_bf16_warning_is_one_clean_line_on_stderr(tmp_path, monkeyp
     warning = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(warning) == 1 and warning[0].startswith("Warning: bf16 is emulated on this CPU"), result.stderr
     assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr
+
+
+def test_datasets_marks_missing_files_and_a_data_root_without_any_is_an_error(runner, tmp_path):
+    empty = runner.invoke(cli, ["datasets", "--data-root", str(tmp_path / "nope")], env={"COLUMNS": "80"})
+    assert empty.exit_code == 1 and f"data root: {tmp_path / 'nope'} (no such folder)" in empty.output
+    assert "MISSING" in empty.output and "found" not in empty.output
+    assert empty.output.strip().splitlines()[-1].startswith(f"Error: --data-root {tmp_path / 'nope'} holds the files "
+                                                            "of no dataset above")
+    assert max(map(len, empty.output.splitlines()[1:-1])) <= 80  # the first names the (long) folder
+    (tmp_path / "some" / "celeba").mkdir(parents=True)
+    (tmp_path / "some" / "celeba" / "celeba64_5k.npz").write_bytes(b"")
+    some = runner.invoke(cli, ["datasets", "--data-root", str(tmp_path / "some")])
+    assert some.exit_code == 0 and "celeba/celeba64_5k.npz under the data root: found" in " ".join(some.output.split())
+    assert "MNIST/raw/*-ubyte under the data root: MISSING" in " ".join(some.output.split())
+    listed = runner.invoke(cli, ["datasets", "--json", "--data-root", str(tmp_path / "some")])
+    assert {row["name"]: row["found"] for row in json.loads(listed.output)}["celeba64"] is True
+
+
+@pytest.mark.parametrize("verb", [["plugins"], ["datasets", "--metrics"], ["datasets"]])
+def test_the_cli_s_listings_fit_the_terminal(runner, verb):
+    for columns in (60, 80):
+        result = runner.invoke(cli, verb, env={"COLUMNS": str(columns)})
+        assert result.exit_code == 0 and max(map(len, result.output.splitlines())) <= columns, result.output

@@ -10,7 +10,7 @@ from ..loading import model_document
 from ..plugins import find_model, get_host
 from ..provenance import training_commands
 from ..registry import ModelEntry
-from ..reporting import WIDTH, info_metric_lines, wrap
+from ..reporting import info_metric_lines, terminal_width, wrap
 
 MAX_LINES = 40  # of the text without --full: one screen
 
@@ -133,7 +133,7 @@ def _model_lines(entry: ModelEntry, info: dict[str, Any], full: bool) -> list[st
 def _reproduce_lines(commands: list[str]) -> list[str]:
     if not commands:
         return []
-    lines = ["reproduce (DIR: the folder given by --data-root; `genzoo datasets` lists what it needs):"]
+    lines = wrap("reproduce (DIR: the folder given by --data-root; `genzoo datasets` lists what it needs):")
     for command in commands:
         lines += _command(command)
     return lines
@@ -165,7 +165,7 @@ def _full_lines(entry: ModelEntry, info: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     if entry.files:
         lines.append("files (sha256):")
-        lines += [f"  {file}: {digest}" for file, digest in entry.files.items()]
+        lines += [line for file, digest in entry.files.items() for line in wrap(f"{file}: {digest}", indent="  ")]
     if entry.evaluation:
         lines += wrap(f"evaluation: {entry.evaluation}")
     for key in ("config", "provenance"):
@@ -174,23 +174,23 @@ def _full_lines(entry: ModelEntry, info: dict[str, Any]) -> list[str]:
             for k, v in info[key].items():
                 lines += wrap(f"{k}: {v}", indent="  ")
     if info.get("paper"):
-        lines += ["paper:", info["paper"].strip()]
+        lines += ["paper:", *_bibtex(info["paper"])]
     return lines
 
 
 def _method_lines(info: dict[str, Any], full: bool) -> list[str]:
     name = info["name"]
     lines = wrap(f"{name}: a method with no pretrained model yet. {info['summary']}")
-    lines.append(f"plugin: {info['plugin']}; verbs: {', '.join(info['capabilities'])}")
+    lines += wrap(f"plugin: {info['plugin']}; verbs: {', '.join(info['capabilities'])}")
     if "fit" in info["capabilities"]:
         lines += wrap(f"train one (`genzoo fit --help` lists the options{_fit_placeholders(info)}):")
-        lines.append(f"  genzoo fit {name} {_fit_inputs(info)}--steps 1000 --out runs/{name}")
+        lines += _command(f"genzoo fit {name} {_fit_inputs(info)}--steps 1000 --out runs/{name}")
         lines.append(f"  genzoo sample runs/{name} -o samples.png" if "sample" in info["capabilities"]
                      else f"  genzoo info runs/{name}")
     defaults = ", ".join(f"{k}={v}" for k, v in info["config_defaults"].items())
     lines += wrap(f"config defaults (--set KEY=VALUE): {defaults}")
     if full and info["paper"]:
-        lines += ["paper:", info["paper"].strip()]
+        lines += ["paper:", *_bibtex(info["paper"])]
     elif _paper_title(info["paper"]):
         lines += wrap(f"paper: {_paper_title(info['paper'])}")
     return lines
@@ -201,13 +201,23 @@ def _directory_lines(info: dict[str, Any], full: bool) -> list[str]:
     if not full:
         config = ", ".join(f"{k}={v}" for k, v in info["config"].items())
         commands = training_commands(info["provenance"])
-        lines += wrap(f"config: {config}") + (["trained with:", *(f"  {c}" for c in commands)] if commands else [])
+        lines += wrap(f"config: {config}") + (["trained with:", *(line for c in commands for line in _command(c))]
+                                              if commands else [])
         return lines + ["`--full` adds the provenance and lists the config one field a line."]
     for key in ("config", "provenance"):
         if info.get(key):
             lines.append(f"{key}:")
             for k, v in info[key].items():
                 lines += wrap(f"{k}: {v}", indent="  ")
+    return lines
+
+
+def _bibtex(bibtex: str) -> list[str]:
+    """A BibTeX entry as written, a line too long for the terminal broken between words (BibTeX reads it the same)."""
+    lines = []
+    for line in bibtex.strip().splitlines():
+        indent = line[:len(line) - len(line.lstrip())]
+        lines += [line] if len(line) <= terminal_width() else wrap(line.strip(), indent=indent)
     return lines
 
 
@@ -227,9 +237,9 @@ def _command(command: str) -> list[str]:
             words[-1] += " " + word
         else:
             words.append(word)
-    lines = [""]
+    lines, width = [""], terminal_width()
     for word in words:
-        if lines[-1] and len(lines[-1]) + len(word) + 1 > WIDTH - 8:
+        if lines[-1] and len(lines[-1]) + len(word) + 1 > width - 8:
             lines.append("")
         lines[-1] += (" " if lines[-1] else "") + word
     return [("  " if i == 0 else "      ") + line + (" \\" if i < len(lines) - 1 else "") for i, line in enumerate(lines)]

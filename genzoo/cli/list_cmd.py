@@ -1,17 +1,16 @@
 import json
-import shutil
 
 import click
 
 from ..plugins import get_host
 from ..registry import ModelEntry
+from ..reporting import terminal_width
 
-DATASET_WIDTH = 20  # longer dataset descriptions are cut in the listing
-MIN_SUMMARY = 30  # the summary gets at least this much room, or columns give way (then it is left out)
+DATASET_WIDTH = 20  # longer dataset descriptions are cut in the listing, and pad no other row under --wide
+MIN_SUMMARY = 24  # the summary gets at least this much room, or it is left out (`genzoo info NAME` has it)
 # The columns before the summary, and which to leave out (in this order) on a terminal too narrow for all.
 COLUMNS = ("NAME", "METHOD", "DATASET", "WEIGHTS", "STATUS")
 DROPPED_FIRST = ("DATASET", "METHOD")
-
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as JSON.")
@@ -31,7 +30,7 @@ def command(as_json: bool, wide: bool) -> None:
                  for cls in bare]
         click.echo(json.dumps(rows, indent=2, default=str))
         return
-    width = None if wide else shutil.get_terminal_size().columns
+    width = None if wide else terminal_width()
     if entries:
         for line in model_table(entries, width):
             click.echo(line)
@@ -54,33 +53,40 @@ def methods_without_models() -> list[type]:
 
 
 def model_table(entries: list[ModelEntry], width: int | None) -> list[str]:
-    """The rows of `genzoo list`, each at most ``width`` characters (None: no limit, nothing cut)."""
+    """The rows of `genzoo list`, each at most ``width`` characters (None: no limit, nothing cut).
+
+    The columns keep their order; on a narrow terminal the summary gives way first (it needs
+    MIN_SUMMARY characters), then the dataset, then the method. A dataset description longer than
+    DATASET_WIDTH is cut, or under no limit runs into its own row's next column instead of widening every row.
+    """
     host = get_host()
     rows = [{c: c for c in (*COLUMNS, "SUMMARY")}]
     for e in entries:
         method = e.method if host.has_method(e.method) else f"{e.method} (not installed)"
         rows.append({"NAME": e.name, "METHOD": method, "DATASET": e.dataset, "WEIGHTS": e.weights_kind(),
                      "STATUS": e.status, "SUMMARY": e.summary})
+    widths = {c: max(len(r[c]) for r in rows) for c in COLUMNS}
+    widths["DATASET"] = min(widths["DATASET"], DATASET_WIDTH)
     if width is None:
-        return ["  ".join(r[c].ljust(max(len(row[c]) for row in rows)) for c in COLUMNS) + "  " + r["SUMMARY"]
-                for r in rows]
+        return ["  ".join([*(r[c].ljust(widths[c]) for c in COLUMNS), r["SUMMARY"]]) for r in rows]
     cut = [r for r in rows if len(r["DATASET"]) > DATASET_WIDTH]
     for r in cut:
         r["DATASET"] = _cut(r["DATASET"], DATASET_WIDTH)
     columns = list(COLUMNS)
-    widths = {c: max(len(r[c]) for r in rows) for c in columns}
-    for dropped in DROPPED_FIRST:
-        if sum(widths[c] + 2 for c in columns) + MIN_SUMMARY <= width:
+    for dropped in (None, *DROPPED_FIRST):
+        if dropped:
+            columns.remove(dropped)
+        if sum(widths[c] + 2 for c in columns) - 2 <= width:
             break
-        columns.remove(dropped)
     summary_width = width - sum(widths[c] + 2 for c in columns)
+    shown = summary_width >= MIN_SUMMARY
     lines = []
     for r in rows:
         line = "  ".join(r[c].ljust(widths[c]) for c in columns)
-        if summary_width >= MIN_SUMMARY:
+        if shown:
             line += "  " + _cut(r["SUMMARY"], summary_width)
         lines.append(line.rstrip()[:width])
-    if cut or columns != list(COLUMNS) or any(len(r["SUMMARY"]) > summary_width for r in rows):
+    if cut or columns != list(COLUMNS) or not shown or any(len(r["SUMMARY"]) > summary_width for r in rows):
         lines.append(_cut("(cut to fit the terminal: `genzoo list --wide` shows all, `genzoo info NAME` one model)",
                           width))
     return lines

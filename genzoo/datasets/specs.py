@@ -35,3 +35,12 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
 def known_datasets() -> list[DatasetEntry]:
     """Every named dataset, sorted by name."""
     return [entry for _, entry in sorted(get_host().datasets.items())]
+
+
+def files_found(entry: DatasetEntry, root: str | os.PathLike) -> bool | None:
+    """Whether ``root`` holds what ``entry.files`` names (a path or glob pattern under the data root); None when
+    ``files`` describes the files in words rather than naming a path (a plugin's may), so nothing can be checked."""
+    pattern = entry.files.strip()
+    if not pattern or " " in pattern:
+        return None
+    return any(Path(root).expanduser().glob(pattern))
