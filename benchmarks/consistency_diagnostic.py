@@ -33,7 +33,7 @@ import torch
 import genzoo
 from genzoo_consistency import Consistency
 from genzoo_consistency.schedule import lognormal_weights, pseudo_huber
-from genzoo_edm.karras import karras_sigmas
+from genzoo.blocks.karras import karras_sigmas
 from harness import parser, write_json
 from reference_rows import rows_at
 
@@ -121,7 +121,7 @@ def run_training(args) -> dict:
         seconds = round(time.time() - start, 1)
         curve = []
         for step in range(args.every, args.steps + 1, args.every):
-            from genzoo.checkpoints import model_from_checkpoint
+            from genzoo.training.checkpoints import model_from_checkpoint
 
             model, _ = model_from_checkpoint(run, step)
             row = {"step": step, "one_step": score(model, args.n, args.seed, args.data_root, 1),

@@ -19,7 +19,7 @@ import genzoo
 from genzoo.datasets import fixed_permutation, load_dataset
 from genzoo.metrics import class_statistics, fid
 from genzoo.metrics.features import extract, feature_space
-from genzoo_ign import batchnorm
+from genzoo.blocks import batchnorm
 from harness import parser, write_json
 
 

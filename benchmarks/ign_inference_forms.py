@@ -7,7 +7,7 @@ folded network through torch.compile (inductor, default mode; compiled once befo
 through TorchScript's freeze + optimize_for_inference. Each round times one batch of 256 noise
 inputs through every form in turn, so a change in the machine's speed hits all of them alike; the
 figure is the median over ``--rounds`` rounds, in images/s. The largest difference to the folded
-network's images is printed for each form. What genzoo_ign.fast chose from it: channels-last
+network's images is printed for each form. What genzoo.blocks.fastconv chose from it: channels-last
 from 32x32 up.
 """
 
@@ -20,7 +20,7 @@ import torch
 
 import genzoo
 from genzoo.hardware import cpu_name
-from genzoo_ign.fast import speed_up
+from genzoo.blocks.fastconv import speed_up
 from genzoo_ign.inference import fold_batchnorm
 from harness import interleaved_seconds, parser, write_json
 

@@ -8,7 +8,7 @@ at batch 256 (``model.sample``: noise, batching, clamping included), the FLOPs o
 torch's FLOP formulas (flop_registry), and in the same run the GFLOP/s of a bare convolution with the shape of
 the network's heaviest layer and of a 2048 x 2048 GEMM. Every figure is the median of ``--rounds``
 rounds. Variants measured alongside: sampling with batch norm left unfolded, folded but without the
-exact rewrites of the transposed convolutions (genzoo_ign.fast), with ``--compile`` the folded
+exact rewrites of the transposed convolutions (genzoo.blocks.fastconv), with ``--compile`` the folded
 network through torch.compile (inductor), training with the bottleneck's layers as plain
 convolutions instead of matrix products (``train_256_paired``: the two timed alternately), the
 training step with f applied four times instead of three (``train_256_passes_paired``, alternately),
@@ -34,8 +34,8 @@ from torch.utils.flop_counter import flop_registry
 import genzoo
 from genzoo.hardware import cpu_name
 from genzoo.precision import autocast
-from genzoo_ign import batchnorm
-from genzoo_ign.fast import channels_last_pays, speed_up
+from genzoo.blocks import batchnorm
+from genzoo.blocks.fastconv import channels_last_pays, speed_up
 from genzoo_ign.inference import fold_batchnorm
 from genzoo_ign.network import build_network
 from harness import interleaved_seconds, median_seconds, parser, write_json
@@ -149,7 +149,7 @@ def four_pass(model):
 
 def plain_layers(model):
     """A copy of ``model`` whose bottleneck layers are plain nn.Conv2d / nn.ConvTranspose2d (not the matrix-product
-    forms genzoo_ign.fast swaps in): the same parameters, for the gain of those forms."""
+    forms genzoo.blocks.fastconv swaps in): the same parameters, for the gain of those forms."""
     c = model.config
     plain = copy.deepcopy(model)
     plain.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, decoder=c.decoder)

@@ -5,11 +5,11 @@
 For every ConvTranspose2d(k=4, s=2, p=1) of the IGN networks at 28x28 (ign-mnist), 32x32
 (ign-cifar10, width 64) and 64x64 (the CelebA configuration, width 32), the forward time at
 inference (torch.inference_mode) of the layer itself, its sub-pixel form (3x3 conv to 4C + pixel
-shuffle; genzoo_ign.fast), its phase form (2x2 conv to 4C + interleave) and its GEMM form
+shuffle; genzoo.blocks.fastconv), its phase form (2x2 conv to 4C + interleave) and its GEMM form
 (one matrix product to the 16 taps of every input pixel + 16 strided overlap-adds, channels-last
 inside); the last two are defined here, since genzoo does not use them. Median of ``--rounds``,
 interleaved so that a change in the machine's load hits every form alike. This is what decides
-which layers ``genzoo_ign.fast.speed_up`` rewrites. Run it on an idle machine.
+which layers ``genzoo.blocks.fastconv.speed_up`` rewrites. Run it on an idle machine.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from torch import nn
 
 from genzoo.hardware import cpu_name
 from genzoo.precision import autocast
-from genzoo_ign.fast import SubpixelTransposedConv
+from genzoo.blocks.fastconv import SubpixelTransposedConv
 from genzoo_ign.network import build_network
 from harness import interleaved_seconds, parser, write_json
 

@@ -9,7 +9,7 @@ import torch
 from genzoo.testing import parametrize_with_checks
 from genzoo_consistency import Consistency
 from genzoo_consistency.schedule import curriculum, lognormal_weights, pseudo_huber
-from genzoo_edm.karras import edm_scalings, karras_sigmas
+from genzoo.blocks.karras import edm_scalings, karras_sigmas
 
 TINY = {"width": 8, "levels": 2, "image_size": 8}
 

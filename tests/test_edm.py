@@ -67,7 +67,7 @@ def test_autoguidance_mixes_the_two_denoisers_by_w_and_counts_the_guides_calls(t
     x, sigma = torch.randn(3, 1, 8, 8), 2.0
     with torch.no_grad():
         mixed = model.guided(guide, 2.5)(x, sigma)
-        expected = 2.5 * model._at(x, sigma) - 1.5 * weaker._at(x, sigma)
+        expected = 2.5 * model.denoise_at(x, sigma) - 1.5 * weaker.denoise_at(x, sigma)
     assert torch.allclose(mixed, expected, atol=1e-5)
     assert model.network_calls(4) == 7 and model.network_calls(4, guidance=2.5) == 14
     plain = model.sample(4, seed=0)

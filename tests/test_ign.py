@@ -136,7 +136,7 @@ def test_hermitian_fourier_noise_is_real_and_has_the_datas_per_pixel_statistics(
 
 @pytest.mark.parametrize("size", [28, 32, 64])
 def test_the_resize_decoder_upsamples_without_transposed_convs_and_folds_exactly(size):
-    from genzoo_ign import batchnorm
+    from genzoo.blocks import batchnorm
 
     model = small_ign(decoder="resize", image_size=size, channels=1 if size == 28 else 3)
     assert not any(isinstance(m, torch.nn.ConvTranspose2d) and m.stride == (2, 2) for m in model.net.modules())
@@ -233,7 +233,7 @@ def test_wrong_image_shape_for_fit_names_the_fix():
 
 
 def test_batch_norm_statistics_are_recomputed_per_source_and_sampling_is_batch_independent():
-    from genzoo_ign import batchnorm
+    from genzoo.blocks import batchnorm
 
     model = small_ign(norm="batch")
     model.prepare_export()
@@ -294,11 +294,11 @@ def test_sampling_and_refining_give_the_plain_networks_images(name):
     """Sampling and refining run f with its calibrated batch norm folded into the convolutions, in the
     fastest exact form of its layers (channels-last from 32x32 up): the plain network's images within 1e-4."""
     from genzoo.seeding import Noise
-    from genzoo_ign import batchnorm
+    from genzoo.blocks import batchnorm
 
     model = genzoo.load(name)
     plain = _plain_copy(model)
-    assert not any(type(m).__module__ == "genzoo_ign.fast" for m in plain.modules())
+    assert not any(type(m).__module__ == "genzoo.blocks.fastconv" for m in plain.modules())
     with torch.no_grad():
         z = model.noise_images(Noise(0, 0, 32).randn(*model.image_shape, 2))
         with batchnorm.source(plain, "noise"):
@@ -320,7 +320,7 @@ def test_sampling_and_refining_give_the_plain_networks_images(name):
 
 @pytest.mark.parametrize("c_in, c_out, size", [(64, 1, 14), (8, 3, 5), (16, 4, 1), (32, 16, (4, 7))])
 def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_in, c_out, size):
-    from genzoo_ign.fast import SubpixelTransposedConv
+    from genzoo.blocks.fastconv import SubpixelTransposedConv
 
     torch.manual_seed(0)
     layer = torch.nn.ConvTranspose2d(c_in, c_out, 4, 2, 1)
@@ -332,7 +332,7 @@ def test_the_subpixel_form_of_a_stride_2_transposed_conv_is_the_same_function(c_
 
 @pytest.mark.parametrize("kind", ["conv", "transposed"])
 def test_the_bottleneck_layers_run_as_matrix_products_with_the_same_outputs_and_gradients(kind):
-    from genzoo_ign.fast import DenseConv2d, DenseConvTranspose2d
+    from genzoo.blocks.fastconv import DenseConv2d, DenseConvTranspose2d
 
     torch.manual_seed(0)
     plain = torch.nn.Conv2d(10, 6, 7) if kind == "conv" else torch.nn.ConvTranspose2d(10, 6, 7)
@@ -355,7 +355,7 @@ def test_the_bottleneck_layers_run_as_matrix_products_with_the_same_outputs_and_
 
 @pytest.mark.parametrize("size", [28, 32, 64])
 def test_speed_up_swaps_layers_in_place_for_the_same_function_and_keeps_the_parameters(size):
-    from genzoo_ign.fast import DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv, speed_up
+    from genzoo.blocks.fastconv import DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv, speed_up
 
     channels = 1 if size == 28 else 3
     torch.manual_seed(0)
@@ -379,7 +379,7 @@ def test_speed_up_swaps_layers_in_place_for_the_same_function_and_keeps_the_para
 
 
 def test_an_ign_model_trains_through_the_faster_layers():
-    from genzoo_ign.fast import DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv
+    from genzoo.blocks.fastconv import DenseConv2d, DenseConvTranspose2d, SubpixelTransposedConv
 
     kinds = {type(m) for m in small_ign().net.modules()}
     assert DenseConv2d in kinds and DenseConvTranspose2d in kinds and SubpixelTransposedConv not in kinds

@@ -1,4 +1,5 @@
-"""The layers hold: no import cycle among genzoo's modules and the built-in plugins, and the core imports no plugin.
+"""The layers hold: no import cycle among genzoo's modules and the built-in plugins, the core imports no plugin,
+no built-in plugin imports another, and the shared building blocks (``genzoo.blocks``) stand on the foundations only.
 
 The scan reads every import statement, those inside functions included (a lazy import is still a
 dependency), and counts the package ``__init__`` an import runs: importing ``genzoo.datasets.files``
@@ -111,6 +112,28 @@ def test_the_core_imports_no_plugin():
     offending = {module: sorted(name for name in imported_names(module, path) if name.partition(".")[0] in plugins)
                  for module, path in module_files(ROOT, [CORE]).items()}
     assert not {m: names for m, names in offending.items() if names}
+
+
+def test_no_built_in_plugin_imports_another():
+    plugins = plugin_packages()
+    offending = {module: sorted(name for name in imported_names(module, path)
+                                if name.partition(".")[0] in plugins - {module.partition(".")[0]})
+                 for module, path in module_files(ROOT / "plugins").items()}
+    assert not {m: names for m, names in offending.items() if names}, "share code through genzoo.blocks instead"
+
+
+# What the shared building blocks may import from genzoo: each other and these foundations (never the training
+# loop, the plugin host or anything built on them), so an outside plugin can use them at no cost.
+BLOCKS_MAY_IMPORT = {"genzoo.configs", "genzoo.errors"}
+
+
+def test_the_shared_blocks_import_only_each_other_and_the_foundations():
+    modules = module_files(ROOT, [CORE])
+    graph = import_graph(modules, roots={CORE})
+    blocks = {m for m in graph if m == "genzoo.blocks" or m.startswith("genzoo.blocks.")}
+    assert {"genzoo.blocks.unet", "genzoo.blocks.batchnorm"} <= blocks
+    reached = set().union(*(graph[m] for m in blocks)) - blocks
+    assert reached <= BLOCKS_MAY_IMPORT, f"genzoo.blocks imports {sorted(reached - BLOCKS_MAY_IMPORT)}"
 
 
 def test_the_scan_sees_lazy_imports_and_the_package_init_an_import_runs(tmp_path):

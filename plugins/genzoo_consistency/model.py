@@ -16,10 +16,8 @@ from typing import Annotated, Callable, Iterator, Literal
 import torch
 
 import genzoo
-from genzoo.configs import NonNegative, Positive, Range, UnitOpen
-
-from genzoo_edm.karras import edm_scalings, karras_sigmas
-from genzoo_edm.unet import UNet, check_shape
+from genzoo.blocks import DenoiserConfig, LevelDenoiser, UNet, edm_scalings, karras_sigmas, to_signed, to_unit
+from genzoo.configs import NonNegative, Positive, Range
 
 from .schedule import curriculum, lognormal_weights, pseudo_huber
 
@@ -38,20 +36,12 @@ PAPER = """@inproceedings{song2023consistency,
 
 
 @dataclass
-class ConsistencyConfig:
-    channels: Annotated[int, Positive] = 1
-    image_size: Annotated[int, Positive] = 28
-    width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
-    levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
-    blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
-    dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.1  # one mask shared by student and teacher
-    noise_scale: Annotated[float, Positive] = 0.25  # c_noise = noise_scale ln(sigma): EDM's 1/4; 250 in the original code
-    sigma_min: Annotated[float, Positive] = 0.002
-    sigma_max: Annotated[float, Positive] = 80.0
-    sigma_data: Annotated[float, Positive] = 0.5
-    rho: Annotated[float, Positive] = 7.0
+class ConsistencyConfig(DenoiserConfig):  # the U-Net, noise levels, refine_sigma and optimiser fields: DenoiserConfig's
+    # dropout: one mask shared by student and teacher; refine_sigma: the level refine adds before mapping back
     p_mean: float = -1.1  # lognormal sampling of the noise level: ln sigma ~ N(p_mean, p_std^2)
     p_std: Annotated[float, Positive] = 2.0
+    lr: Annotated[float, Positive] = 1e-4
+    noise_scale: Annotated[float, Positive] = 0.25  # c_noise = noise_scale ln(sigma): EDM's 1/4; 250 in the original code
     # ict: training from scratch on adjacent Karras levels with a doubling curriculum (s0, s1, curriculum_steps);
     # ect: consistency tuning of a diffusion model (fit --init an edm model), the teacher at r = t (1 - a(t) / q^(stage+1))
     training: Literal["ict", "ect"] = "ict"
@@ -64,21 +54,12 @@ class ConsistencyConfig:
     ect_stage_steps: Annotated[int, Positive] | None = None  # steps per stage (r moves closer to t); None: one stage
     huber_c: Annotated[float, NonNegative] | None = None  # None: 0.00054 sqrt(C H W) (improved paper); 0: L2 (ECT)
     mid_sigma: Annotated[float, Positive] = 0.821  # the second noise level of the two-step sampler
-    refine_sigma: Annotated[float, Positive] = 1.0  # the noise level refine adds before mapping back
     optimizer: Literal["adam", "radam"] = "adam"
-    lr: Annotated[float, Positive] = 1e-4
-    beta1: Annotated[float, UnitOpen] = 0.9
-    beta2: Annotated[float, UnitOpen] = 0.999
-    ema_decay: Annotated[float, UnitOpen] = 0.999
-    grad_clip: Annotated[float, Positive] | None = None
 
     def __post_init__(self) -> None:
-        check_shape(self.image_size, self.levels, self.width)
+        super().__post_init__()
         if not self.sigma_min < self.mid_sigma < self.sigma_max:
             raise ValueError(f"mid_sigma must lie between sigma_min and sigma_max, got {self.mid_sigma}")
-        if not self.sigma_min < self.refine_sigma <= self.sigma_max:
-            raise ValueError(f"refine_sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min:g}, "
-                             f"{self.sigma_max:g}], got {self.refine_sigma:g}")
         if self.s1 < self.s0:
             raise ValueError(f"s1 must be >= s0, got s0={self.s0}, s1={self.s1}")
 
@@ -99,7 +80,7 @@ def shared_randomness(device: torch.device) -> Iterator[Callable[[], None]]:
     yield again
 
 
-class Consistency(genzoo.Method):
+class Consistency(LevelDenoiser, genzoo.Method):
     name = "consistency"
     summary = "Consistency model trained from scratch (consistency training): one network call per sample"
     Config = ConsistencyConfig
@@ -136,35 +117,30 @@ class Consistency(genzoo.Method):
         c = self.config
         sigmas = self.sample_sigmas(steps)
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
-        images = self._at(x, sigmas[0]).clamp(-1, 1)
+        images = self.denoise_at(x, sigmas[0]).clamp(-1, 1)
         for j, sigma in enumerate(sigmas[1:], start=1):
             z = noise.child(f"step{j}").randn(*self.image_shape, device=self.device)
-            images = self._at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
-        return (images + 1) / 2
+            images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
+        return to_unit(images)
 
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
         """``steps`` rounds (default 1), each: add noise of level ``sigma`` and map back in one step; 0: x."""
         c = self.config
-        sigma = c.refine_sigma if sigma is None else float(sigma)
-        if not c.sigma_min < sigma <= c.sigma_max:
-            raise genzoo.GenzooError(f"consistency refine: sigma must lie in ({c.sigma_min}, {c.sigma_max}], got {sigma}")
+        sigma = c.refine_level(sigma, "consistency")
         rounds = 1 if steps is None else steps
         if rounds == 0:
             return x
-        images = x * 2 - 1
+        images = to_signed(x)
         for r in range(rounds):
             z = noise.child(f"round{r}").randn(*self.image_shape, device=self.device)
-            images = self._at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
-        return (images + 1) / 2
-
-    def _at(self, x: torch.Tensor, sigma: float) -> torch.Tensor:
-        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32))
+            images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
+        return to_unit(images)
 
     # -- training ----------------------------------------------------------------------------
 
     def training_step(self, batch):
         c = self.config
-        x = batch["x"] * 2 - 1
+        x = to_signed(batch["x"])
         if c.training == "ect":
             high, low, logged = self._ect_pair(x.shape[0], int(batch["step"]), x.device)
         else:

@@ -15,11 +15,10 @@ from typing import Annotated
 import torch
 
 import genzoo
-from genzoo.configs import NonNegative, Positive, Range, UnitOpen
+from genzoo.blocks import DenoiserConfig, LevelDenoiser, UNet, c_noise, edm_scalings, karras_sigmas, to_signed, to_unit
+from genzoo.configs import NonNegative, Positive, Range
 
-from .karras import c_noise, edm_scalings, karras_sigmas
 from .sampler import Churn, Denoiser, heun
-from .unet import UNet, check_shape
 
 PAPER = """@inproceedings{karras2022elucidating,
   title     = {Elucidating the Design Space of Diffusion-Based Generative Models},
@@ -29,23 +28,10 @@ PAPER = """@inproceedings{karras2022elucidating,
 }"""
 
 MAX_STEPS = 1000
-Dropout = Range(0, 1, high_open=True)
 
 
 @dataclass
-class EDMConfig:
-    channels: Annotated[int, Positive] = 1
-    image_size: Annotated[int, Positive] = 28
-    width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
-    levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
-    blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
-    dropout: Annotated[float, Dropout] = 0.1
-    sigma_min: Annotated[float, Positive] = 0.002
-    sigma_max: Annotated[float, Positive] = 80.0
-    sigma_data: Annotated[float, Positive] = 0.5
-    rho: Annotated[float, Positive] = 7.0
-    p_mean: float = -1.2  # training levels: ln sigma ~ N(p_mean, p_std^2)
-    p_std: Annotated[float, Positive] = 1.2
+class EDMConfig(DenoiserConfig):  # the U-Net, noise levels, refine_sigma and optimiser fields: DenoiserConfig's
     sample_steps: Annotated[int, Range(1, MAX_STEPS)] = 18  # Heun steps of a sample: 2 x steps - 1 network calls
     s_churn: Annotated[float, NonNegative] = 0.0  # sampler noise (EDM Algorithm 2): 0 is the deterministic Heun sampler
     s_tmin: Annotated[float, NonNegative] = 0.05  # churn only at levels in [s_tmin, s_tmax]
@@ -53,27 +39,16 @@ class EDMConfig:
     s_noise: Annotated[float, Positive] = 1.003  # scale of the churn's fresh noise
     guide: str | None = None  # autoguidance: a weaker EDM model of the same data (name or directory)
     guidance: Annotated[float, NonNegative] = 1.0  # w in D = w D_self + (1 - w) D_guide; 1: no guide
-    refine_sigma: Annotated[float, Positive] = 1.0  # the level refine noises an image to
     refine_steps: Annotated[int, Range(0, MAX_STEPS)] = 10  # Heun steps from refine_sigma back to 0
-    lr: Annotated[float, Positive] = 5e-4
     warmup_steps: Annotated[int, Range(0)] = 200
-    beta1: Annotated[float, UnitOpen] = 0.9
-    beta2: Annotated[float, UnitOpen] = 0.999
-    ema_decay: Annotated[float, UnitOpen] = 0.999
-    grad_clip: Annotated[float, Positive] | None = None
 
     def __post_init__(self) -> None:
-        check_shape(self.image_size, self.levels, self.width)
-        if not self.sigma_min < self.sigma_max:
-            raise ValueError(f"sigma_min must be below sigma_max, got {self.sigma_min} and {self.sigma_max}")
+        super().__post_init__()
         if self.s_tmin > self.s_tmax:
             raise ValueError(f"s_tmin must not exceed s_tmax, got {self.s_tmin} and {self.s_tmax}")
-        if not self.sigma_min < self.refine_sigma <= self.sigma_max:
-            raise ValueError(f"refine_sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min}, {self.sigma_max}], "
-                             f"got {self.refine_sigma}")
 
 
-class EDM(genzoo.Method):
+class EDM(LevelDenoiser, genzoo.Method):
     name = "edm"
     summary = "Diffusion model with EDM's preconditioning, trained by denoising; sampled by Heun's method"
     Config = EDMConfig
@@ -103,7 +78,7 @@ class EDM(genzoo.Method):
              denoise=None) -> torch.Tensor:
         """Heun's method on dx/dsigma = (x - D(x, sigma)) / sigma through ``sigmas`` (descending, ending at 0);
         with ``churn``, EDM's stochastic sampler, drawing its fresh noise from ``noise``."""
-        return heun(denoise or self._at, x, sigmas, churn, noise, self.track)
+        return heun(denoise or self.denoise_at, x, sigmas, churn, noise, self.track)
 
     def schedule(self, steps: int, sigma_max: float | None = None) -> list[float]:
         """``steps`` levels from sigma_max (or the given level) down to sigma_min on the rho-schedule, then 0."""
@@ -121,15 +96,15 @@ class EDM(genzoo.Method):
     def guided(self, guide: str | None, guidance: float) -> Denoiser:
         """D itself, or w D(x, sigma) + (1 - w) D_guide(x, sigma) with the weaker model ``guide`` (autoguidance)."""
         if guidance == 1:
-            return self._at
+            return self.denoise_at
         if not guide:
             raise genzoo.GenzooError(f"edm sample: guidance {guidance:g} needs a guide model; "
                                      "add --opt guide=MODEL (a weaker EDM model of the same data)")
         weaker = self._guide(guide)
 
         def denoise(x: torch.Tensor, sigma: float) -> torch.Tensor:
-            strong = self._at(x, sigma)
-            return torch.lerp(weaker._at(x, sigma), strong, guidance)
+            strong = self.denoise_at(x, sigma)
+            return torch.lerp(weaker.denoise_at(x, sigma), strong, guidance)
         return denoise
 
     def _guide(self, name: str) -> "EDM":
@@ -162,23 +137,17 @@ class EDM(genzoo.Method):
         denoise = self.guided(c.guide if guide is None else guide, c.guidance if guidance is None else float(guidance))
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
         x = self.heun(x, self.schedule(steps), churn, noise.child("churn"), denoise)
-        return (x.clamp(-1, 1) + 1) / 2
+        return to_unit(x, clamp=True)
 
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
         """Noise x to ``sigma`` and solve back in ``steps`` Heun steps (SDEdit); ``steps=0`` returns x."""
         c = self.config
-        sigma = c.refine_sigma if sigma is None else float(sigma)
-        if not c.sigma_min < sigma <= c.sigma_max:
-            raise genzoo.GenzooError(f"edm refine: sigma must lie in (sigma_min, sigma_max] = ({c.sigma_min:g}, "
-                                     f"{c.sigma_max:g}], got {sigma:g}")
+        sigma = c.refine_level(sigma, "edm")
         steps = self._steps(c.refine_steps if steps is None else steps, "refine", "steps", low=0)
         if steps == 0:
             return x
-        noisy = x * 2 - 1 + sigma * noise.randn(*self.image_shape, device=self.device)
-        return (self.heun(noisy, self.schedule(steps, sigma)).clamp(-1, 1) + 1) / 2
-
-    def _at(self, x: torch.Tensor, sigma: float) -> torch.Tensor:
-        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32))
+        noisy = to_signed(x) + sigma * noise.randn(*self.image_shape, device=self.device)
+        return to_unit(self.heun(noisy, self.schedule(steps, sigma)), clamp=True)
 
     def _steps(self, steps: int, verb: str, option: str, low: int) -> int:
         if isinstance(steps, bool) or not isinstance(steps, int) or not low <= steps <= MAX_STEPS:
@@ -189,7 +158,7 @@ class EDM(genzoo.Method):
 
     def training_step(self, batch):
         c = self.config
-        x = batch["x"] * 2 - 1
+        x = to_signed(batch["x"])
         sigma = (torch.randn(x.shape[0], device=x.device) * c.p_std + c.p_mean).exp()
         noisy = x + sigma.view(-1, 1, 1, 1) * torch.randn_like(x)
         weight = (sigma ** 2 + c.sigma_data ** 2) / (sigma * c.sigma_data) ** 2  # EDM's lambda(sigma)

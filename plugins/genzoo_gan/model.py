@@ -16,9 +16,8 @@ import torch
 import torch.nn.functional as F
 
 import genzoo
+from genzoo.blocks import calibrate, speed_up, to_signed, to_unit
 from genzoo.configs import Positive, UnitOpen
-
-from genzoo_ign.fast import speed_up
 
 from .networks import STAGES, discriminator, generator
 
@@ -69,7 +68,7 @@ class GAN(genzoo.Method):
         c = self.config
         self.generator = generator(c.channels, c.image_size, c.width, c.bottleneck, c.norm)
         self.discriminator = discriminator(c.channels, c.image_size, c.width, c.norm)
-        speed_up(self.generator)  # IGN's exact matrix-product forms of the bottleneck layers (genzoo_ign.fast)
+        speed_up(self.generator)  # exact matrix-product forms of the bottleneck layers (genzoo.blocks.fastconv)
         speed_up(self.discriminator)
 
     def generate(self, z: torch.Tensor) -> torch.Tensor:
@@ -78,7 +77,7 @@ class GAN(genzoo.Method):
 
     def sample_batch(self, noise, labels):
         z = noise.randn(self.config.bottleneck, 1, 1, device=self.device)
-        return (self.generate(z) + 1) / 2
+        return to_unit(self.generate(z))
 
     # -- training ----------------------------------------------------------------------------
 
@@ -93,7 +92,7 @@ class GAN(genzoo.Method):
 
     def discriminator_loss(self, batch) -> torch.Tensor:
         """BCE of real images as real and of generated ones (held fixed) as fake."""
-        real = batch["x"] * 2 - 1
+        real = to_signed(batch["x"])
         with torch.no_grad():
             fake = self.generate(self._z(real.shape[0], real.device))
         real_logits, fake_logits = self.discriminator(real), self.discriminator(fake)
@@ -116,23 +115,13 @@ class GAN(genzoo.Method):
 
     @torch.no_grad()
     def prepare_export(self) -> None:
-        """The generator's batch-norm population statistics, recomputed on generated batches.
+        """The generator's batch-norm population statistics, recomputed on generated batches (genzoo.blocks.batchnorm).
 
         Training normalises with batch statistics; sampling one image at a time needs fixed ones. The
         draws come from a generator of their own, so the global RNG (and an exact resume) is untouched.
         """
-        norms = [m for m in self.generator.modules() if isinstance(m, torch.nn.BatchNorm2d)]
-        if not norms:
-            return
-        was_training = self.generator.training
-        for m in norms:
-            m.reset_running_stats()
-            m.momentum = None  # a cumulative average over the calibration batches
-        self.generator.train()
-        generator = torch.Generator().manual_seed(0)
-        for start in range(0, CALIBRATION_IMAGES, 256):
-            z = torch.randn(min(256, CALIBRATION_IMAGES - start), self.config.bottleneck, 1, 1, generator=generator)
-            self.generator(z.to(self.device))
-        for m in norms:
-            m.momentum = 0.1
-        self.generator.train(was_training)
+
+        def draw(count: int, generator: torch.Generator) -> torch.Tensor:
+            return torch.randn(count, self.config.bottleneck, 1, 1, generator=generator).to(self.device)
+
+        calibrate(self.generator, draw, count=CALIBRATION_IMAGES)

@@ -4,7 +4,7 @@ At inference a calibrated batch norm is an affine map per channel, y = g (x - m)
 so it can be folded into the weights and bias of the (transposed) convolution that feeds it; the
 folded network computes the same function (to float rounding) with one pass less over each
 activation. It is built per source ("noise", "image"), in float64 and then cast, brought to its
-fastest exact form (genzoo_ign.fast), and rebuilt whenever a parameter or statistic changes
+fastest exact form (genzoo.blocks.fastconv), and rebuilt whenever a parameter or statistic changes
 (training, loading, calibration).
 """
 
@@ -15,8 +15,8 @@ import copy
 import torch
 from torch import nn
 
-from .batchnorm import SourceBatchNorm2d
-from .fast import speed_up
+from genzoo.blocks.batchnorm import SourceBatchNorm2d
+from genzoo.blocks.fastconv import speed_up
 
 
 def fold_batchnorm(net: nn.Module, source: str) -> nn.Module:

@@ -11,10 +11,9 @@ from typing import Annotated, Literal
 import torch
 
 import genzoo
+from genzoo.blocks import calibrate, speed_up, to_signed, to_unit
 from genzoo.configs import NonNegative, Positive, UnitOpen
 
-from .batchnorm import calibrate
-from .fast import speed_up
 from .inference import FoldedCache
 from .losses import ign_losses
 from .network import STAGES, build_network
@@ -72,7 +71,7 @@ class IGN(genzoo.Method):
         super().__init__(config)
         c = self.config
         self.net = build_network(c.channels, c.image_size, c.bottleneck, c.width, c.norm, decoder=c.decoder)
-        speed_up(self.net)  # faster exact forms of some layers on CPU, the same parameters (fast.py)
+        speed_up(self.net)  # faster exact forms of some layers on CPU, the same parameters (genzoo.blocks.fastconv)
         self._folded = FoldedCache()  # not a submodule: rebuilt from net, never saved
         stats_shape = (c.channels, c.image_size, c.image_size, 2)
         self.register_buffer("fourier_mean", torch.zeros(stats_shape))
@@ -95,7 +94,7 @@ class IGN(genzoo.Method):
                 f"pass --set channels={data.image_shape[0]} --set image_size={data.image_shape[1]}"
             )
         if self.config.noise in ("fourier", "hermitian"):
-            mean, std = fourier_statistics(data.floats() * 2 - 1)
+            mean, std = fourier_statistics(to_signed(data.floats()))
             self.fourier_mean.copy_(mean)
             self.fourier_std.copy_(std)
 
@@ -104,15 +103,15 @@ class IGN(genzoo.Method):
     def sample_batch(self, noise, labels):
         """f(z)."""
         z = self.noise_images(noise.randn(*self.image_shape, 2, device=self.device))
-        return (self.inference_net("noise")(z) + 1) / 2
+        return to_unit(self.inference_net("noise")(z))
 
     def refine_batch(self, x, labels, noise, steps):
         """f applied ``steps`` times (default once): projects x onto the learned set."""
-        y = x * 2 - 1
+        y = to_signed(x)
         net = self.inference_net("image")
         for _ in range(1 if steps is None else steps):
             y = net(y)
-        return (y + 1) / 2
+        return to_unit(y)
 
     def inference_net(self, source: str) -> torch.nn.Module:
         """f with batch norm at the calibrated statistics of ``source`` ("noise" for f(z), "image" for f
@@ -134,7 +133,7 @@ class IGN(genzoo.Method):
 
     def training_step(self, batch):
         c = self.config
-        x = batch["x"] * 2 - 1
+        x = to_signed(batch["x"])
         z = self.noise_images(torch.randn(*x.shape, 2, device=x.device))
         parts = {k: v.float().mean() for k, v in self.losses(x, z).items()}
         loss = c.lambda_rec * parts["rec"] + c.lambda_idem * parts["idem"] + c.lambda_tight * parts["tight"]

@@ -3,14 +3,15 @@
 28x28 (MNIST): conv 4x4/2 C->64 (28->14), conv 4x4/2 64->128 (14->7), conv 7x7 valid 128->bottleneck,
 mirrored by transposed convs, tanh output. 32x32 and 64x64 add 4x4/2 stages (256, 512 channels)
 and end in a 4x4 valid conv. The first encoder layer has no normalisation (DCGAN).
-Faster exact forms of some layers on CPU are swapped in by genzoo_ign.fast.
+Faster exact forms of some layers on CPU are swapped in by genzoo.blocks.fastconv; batch norm is
+genzoo.blocks.batchnorm's, with statistics per source.
 """
 
 from __future__ import annotations
 
 from torch import nn
 
-from .batchnorm import SourceBatchNorm2d
+from genzoo.blocks.batchnorm import SourceBatchNorm2d
 
 STAGES = {28: ((64, 128), 7), 32: ((64, 128, 256), 4), 64: ((64, 128, 256, 512), 4)}
 

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import genzoo
+from genzoo.blocks import to_signed
 from genzoo.configs import NonNegative, Positive, Probability
 
 from .attacks import pgd_ascent, random_start
@@ -82,7 +83,7 @@ class RobustRefiner(genzoo.Method):
     # -- scores --------------------------------------------------------------------------------
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x * 2 - 1)
+        return self.net(to_signed(x))
 
     def realness_logit(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The discriminator's logit: logsumexp_c J_c (= -E(x)) or the target-class logit J_y."""

@@ -1,5 +1,5 @@
-"""A small U-Net F(x, sigma) for consistency models: residual blocks with group norm, the noise level
-as a sinusoidal embedding that scales and shifts every block, skip connections between resolutions."""
+"""A small U-Net F(x, c_noise) for denoisers (EDM, consistency models): residual blocks with group norm, the
+noise level as a sinusoidal embedding that scales and shifts every block, skip connections between resolutions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Karras et al.'s noise levels and preconditioning (EDM, NeurIPS 2022), shared by the EDM and consistency methods.
+"""Karras et al.'s noise levels and preconditioning (EDM, NeurIPS 2022), for diffusion and consistency models.
 
 Images live in [-1, 1]; a noisy image at level sigma is x + sigma n with n ~ N(0, I).
 """

@@ -1,0 +1,22 @@
+"""Building blocks methods share, built-in plugins and outside ones alike: plain PyTorch, no training loop.
+
+- ``unet``: a small U-Net F(x, c_noise) with group norm and a sinusoidal noise-level embedding (``UNet``)
+- ``karras``: Karras et al.'s noise levels and EDM preconditioning (``karras_sigmas``, ``edm_scalings``, ``c_noise``)
+- ``denoiser``: the Config fields and checks of a U-Net denoiser on those levels (``DenoiserConfig``) and
+  D(x, sigma) at one level for a batch (``LevelDenoiser``)
+- ``fastconv``: exact matrix-product (and sub-pixel) forms of convolutions that oneDNN runs slowly,
+  swapped in by one call (``speed_up``)
+- ``batchnorm``: batch norm with population statistics per input source, and recomputing any network's
+  batch-norm statistics on the inputs sampling feeds it (``SourceBatchNorm2d``, ``calibrate``)
+- ``pixels``: images between genzoo's [0, 1] and the networks' [-1, 1] (``to_signed``, ``to_unit``)
+"""
+
+from .batchnorm import SourceBatchNorm2d, calibrate
+from .denoiser import DenoiserConfig, LevelDenoiser
+from .fastconv import speed_up
+from .karras import c_noise, edm_scalings, karras_sigmas
+from .pixels import to_signed, to_unit
+from .unet import UNet, check_shape
+
+__all__ = ["DenoiserConfig", "LevelDenoiser", "SourceBatchNorm2d", "UNet", "c_noise", "calibrate", "check_shape",
+           "edm_scalings", "karras_sigmas", "speed_up", "to_signed", "to_unit"]

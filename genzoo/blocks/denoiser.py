@@ -1,0 +1,64 @@
+"""What denoisers on a U-Net and Karras noise levels share (EDM, consistency models): their Config fields and
+checks, and D(x, sigma) at one level for a whole batch.
+
+A method's Config subclasses :class:`DenoiserConfig` and adds its own fields (or declares a shared one again for
+another default); its Method mixes in :class:`LevelDenoiser` beside ``genzoo.Method`` and defines
+``denoise(x, sigma)`` with sigma per image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import torch
+
+from ..configs import Positive, Range, UnitOpen
+from ..errors import GenzooError
+from .unet import check_shape
+
+
+@dataclass
+class DenoiserConfig:
+    channels: Annotated[int, Positive] = 1
+    image_size: Annotated[int, Positive] = 28
+    width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
+    levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
+    blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
+    dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.1
+    sigma_min: Annotated[float, Positive] = 0.002
+    sigma_max: Annotated[float, Positive] = 80.0
+    sigma_data: Annotated[float, Positive] = 0.5
+    rho: Annotated[float, Positive] = 7.0
+    p_mean: float = -1.2  # training levels: ln sigma ~ N(p_mean, p_std^2)
+    p_std: Annotated[float, Positive] = 1.2
+    refine_sigma: Annotated[float, Positive] = 1.0  # the level refine noises an image to
+    lr: Annotated[float, Positive] = 5e-4
+    beta1: Annotated[float, UnitOpen] = 0.9
+    beta2: Annotated[float, UnitOpen] = 0.999
+    ema_decay: Annotated[float, UnitOpen] = 0.999
+    grad_clip: Annotated[float, Positive] | None = None
+
+    def __post_init__(self) -> None:
+        check_shape(self.image_size, self.levels, self.width)
+        if not self.sigma_min < self.sigma_max:
+            raise ValueError(f"sigma_min must be below sigma_max, got {self.sigma_min:g} and {self.sigma_max:g}")
+        if not self.sigma_min < self.refine_sigma <= self.sigma_max:
+            raise ValueError(f"refine_sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min:g}, "
+                             f"{self.sigma_max:g}], got {self.refine_sigma:g}")
+
+    def refine_level(self, sigma: float | None, method: str) -> float:
+        """The level ``method``'s refine noises to: ``sigma``, else refine_sigma; refused outside (sigma_min, sigma_max]."""
+        sigma = self.refine_sigma if sigma is None else float(sigma)
+        if not self.sigma_min < sigma <= self.sigma_max:
+            raise GenzooError(f"{method} refine: sigma must lie in (sigma_min, sigma_max] = ({self.sigma_min:g}, "
+                              f"{self.sigma_max:g}], got {sigma:g}")
+        return sigma
+
+
+class LevelDenoiser:
+    """Mixed into a Method that defines ``denoise(x, sigma)`` (sigma a tensor, one level per image)."""
+
+    def denoise_at(self, x: torch.Tensor, sigma: float) -> torch.Tensor:
+        """D(x, sigma) with one level ``sigma`` for every image of the batch."""
+        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32))

@@ -1,0 +1,103 @@
+"""genzoo.blocks: the building blocks methods share (the U-Net denoisers' config, the [-1, 1] conversion,
+batch-norm calibration), as the built-in plugins and an outside one use them."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from genzoo.blocks import DenoiserConfig, batchnorm, calibrate, to_signed, to_unit
+from genzoo.configs import build_config, config_to_dict
+from genzoo_consistency import ConsistencyConfig
+from genzoo_edm import EDMConfig
+from genzoo_gan.model import GAN
+
+PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
+
+
+def test_to_signed_and_to_unit_convert_between_0_1_and_minus_1_1():
+    x = torch.tensor([0.0, 0.25, 1.0])
+    assert torch.equal(to_signed(x), torch.tensor([-1.0, -0.5, 1.0]))
+    assert torch.equal(to_unit(to_signed(x)), x)
+    assert torch.equal(to_unit(torch.tensor([-3.0, 0.0, 2.0]), clamp=True), torch.tensor([0.0, 0.5, 1.0]))
+    assert torch.equal(to_unit(torch.tensor([-3.0])), torch.tensor([-1.0]))  # no clamp unless asked
+
+
+def test_edm_and_consistency_share_their_common_config_fields_once_with_their_own_defaults():
+    shared = {f.name for f in dataclasses.fields(DenoiserConfig)}
+    assert {"channels", "width", "levels", "sigma_min", "sigma_max", "sigma_data", "rho", "refine_sigma", "lr",
+            "ema_decay", "grad_clip"} <= shared
+    for cls in (EDMConfig, ConsistencyConfig):
+        assert issubclass(cls, DenoiserConfig)
+        own = set(vars(cls)["__annotations__"])
+        assert own & shared <= {"p_mean", "p_std", "lr"}  # declared again only for another default
+    assert (EDMConfig().p_mean, EDMConfig().p_std, EDMConfig().lr) == (-1.2, 1.2, 5e-4)
+    assert (ConsistencyConfig().p_mean, ConsistencyConfig().p_std, ConsistencyConfig().lr) == (-1.1, 2.0, 1e-4)
+    with pytest.raises(ValueError, match="refine_sigma must lie in"):
+        ConsistencyConfig(refine_sigma=100.0)
+    with pytest.raises(ValueError, match="divisible by 2"):
+        EDMConfig(image_size=30)
+
+
+@pytest.mark.parametrize("method", ["edm", "consistency"])
+def test_every_bundled_config_reads_back_field_for_field(method):
+    cls = {"edm": EDMConfig, "consistency": ConsistencyConfig}[method]
+    files = sorted((PLUGINS / f"genzoo_{method}" / "weights").glob("*/config.json"))
+    assert files
+    for path in files:
+        stored = json.loads(path.read_text())["config"]
+        config = build_config(cls, stored, where=str(path), strict=True)
+        assert {k: v for k, v in config_to_dict(config).items() if k in stored} == stored
+
+
+@pytest.mark.parametrize("cls, method", [(EDMConfig, "edm"), (ConsistencyConfig, "consistency")])
+def test_the_refine_level_is_checked_in_one_place(cls, method):
+    config = cls(image_size=8, levels=2, width=8)
+    assert config.refine_level(None, method) == config.refine_sigma and config.refine_level(2, method) == 2.0
+    with pytest.raises(Exception, match=rf"^{method} refine: sigma must lie in \(sigma_min, sigma_max\] = "
+                                        r"\(0.002, 80\], got 100$"):
+        config.refine_level(100, method)
+
+
+def _draw(count, generator):
+    return torch.randn(count, 3, 1, 1, generator=generator)
+
+
+def test_calibrate_gives_plain_batch_norms_the_population_statistics_of_their_inputs():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.ConvTranspose2d(3, 4, 2), nn.BatchNorm2d(4), nn.ReLU())
+    tracked = net[1].num_batches_tracked.clone()
+    rng = torch.random.get_rng_state()
+    calibrate(net, _draw, count=96, batch=40)
+    assert torch.equal(torch.random.get_rng_state(), rng) and net.training
+    generator = torch.Generator().manual_seed(0)
+    z = torch.cat([_draw(n, generator) for n in (40, 40, 16)])
+    with torch.no_grad():
+        inputs = net[0](z).double()
+    assert torch.allclose(net[1].running_mean, inputs.mean((0, 2, 3)).float(), atol=1e-6)
+    assert torch.allclose(net[1].running_var, inputs.var((0, 2, 3), unbiased=False).float(), atol=1e-6)
+    assert torch.equal(net[1].num_batches_tracked, tracked)
+
+
+def test_the_gan_exports_its_generator_with_the_shared_calibration(monkeypatch):
+    calls = []
+    monkeypatch.setattr("genzoo_gan.model.calibrate", lambda net, draw, **kw: calls.append((net, kw)))
+    model = GAN({"width": 16, "bottleneck": 8})
+    model.prepare_export()
+    assert calls == [(model.generator, {"count": 4096})]
+
+
+def test_source_batch_norm_keeps_noise_and_image_statistics_apart():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 3, 1), batchnorm.SourceBatchNorm2d(3), nn.Tanh())
+    calibrate(net, lambda n, g: 5 + torch.randn(n, 3, 2, 2, generator=g), count=64, batch=32)
+    layer = batchnorm.layers(net)[0]
+    assert not torch.allclose(layer.noise_mean, layer.image_mean)
+    net.eval()
+    x = torch.randn(4, 3, 2, 2)
+    with torch.no_grad(), batchnorm.source(net, "image"):
+        as_image = net(x)
+    assert layer.source == "noise" and not torch.allclose(net(x), as_image)
