@@ -3,9 +3,13 @@
 Every method, the built-in ones included, arrives through the ``genzoo`` entry-point group. The
 core's own datasets and metrics arrive through the same hooks, from the core's built-in plugins
 (``BUILTIN_PLUGINS``, always loaded, first), so a plugin adds a dataset or a metric exactly as the
-core does. A plugin that fails to import or to register is recorded with its error (``genzoo
+core does. Then the entry points load: genzoo's own first, then the others, each in name order; of
+two plugins that register the same name, the later one fails with an error naming both, so an
+outside plugin never replaces a built-in method. A plugin that fails to import or to register
+(whatever it raises, ``sys.exit`` included; only Ctrl-C passes) is recorded with its error (``genzoo
 plugins`` shows it) and everything else keeps working. Registrations of a plugin whose hook raises
-are dropped as a whole.
+are dropped as a whole. Its commands (``register_commands``) are collected as it loads, and join the
+``genzoo`` command when a verb is not one of genzoo's own.
 
 What plugins register lives here, one :class:`genzoo.table.Table` per kind (the models merged
 with registry.yaml), and is looked up here only: methods and models by name or alias (a method
@@ -35,6 +39,7 @@ from .registry import ModelEntry, load_registry_file
 from .table import Table
 
 ENTRY_POINT_GROUP = "genzoo"
+OWN_DISTRIBUTION = "genzoo"  # its entry points (the built-in methods) load before any other distribution's
 # The core's own plugins (module names), loaded before any entry point and whatever GENZOO_LOAD_PLUGINS says.
 BUILTIN_PLUGINS = ("genzoo.datasets.builtin", "genzoo.metrics.builtin")
 ALLOW_ENV = "GENZOO_LOAD_PLUGINS"
@@ -117,6 +122,8 @@ def allowed_plugins() -> set[str] | None:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
@@ -168,6 +175,7 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self.builtins: dict[str, PluginInfo] = {}
+        self._commands: dict[str, dict[str, click.Command]] = {}  # plugin -> the commands its register_commands added
         self.methods: Table[MethodRecord] = Table(
             "method", hint="install the plugin that provides it, or run `genzoo plugins` to see load errors")
         self.models: Table[ModelEntry] = Table("model", hint="pass a model name, a model directory or hf://ORG/NAME")
@@ -188,18 +196,21 @@ class PluginHost:
 
     def _load_entry_points(self) -> None:
         allow = allowed_plugins()
-        eps = sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+        eps = sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
+                     key=lambda ep: (_distribution(ep) != OWN_DISTRIBUTION, ep.name))
         seen: set[str] = set()
         for ep in eps:
             if ep.name in seen or (allow is not None and ep.name not in allow):
                 continue
             seen.add(ep.name)
             dist = getattr(ep, "dist", None)
-            info = PluginInfo(name=ep.name, module=ep.value, distribution=dist.metadata["Name"] if dist is not None else None,
+            info = PluginInfo(name=ep.name, module=ep.value, distribution=_distribution(ep),
                               version=dist.version if dist is not None else None)
             try:
                 module = ep.load()
-            except Exception as exc:  # a broken plugin must not take genzoo down
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # a broken plugin, even one that exits, must not take genzoo down
                 info.errors.append(f"failed to import {ep.value}: {_one_line(exc)}")
                 self.plugins[ep.name] = info
                 continue
@@ -219,12 +230,15 @@ class PluginHost:
         (self.builtins if builtin else self.plugins)[name] = info
         try:
             self.pm.register(plugin, name=name)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             info.errors.append(f"failed to register: {_one_line(exc)}")
             return info
         info.hooks = sorted(impl.name for impl in self.pm.get_hookcallers(plugin) or [] if impl.name in HOOK_NAMES)
         for hook_name in REGISTRARS:
             self._run_hook(plugin, info, hook_name)
+        self._collect_commands(plugin, info)
         return info
 
     def _run_hook(self, plugin: Any, info: PluginInfo, hook_name: str) -> None:
@@ -243,7 +257,9 @@ class PluginHost:
 
         try:
             impl(register)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             info.errors.append(f"{hook_name} failed: {_one_line(exc)}")
             return
         for row in staged.values():
@@ -259,33 +275,51 @@ class PluginHost:
                 return impl.function
         return None
 
-    def add_commands(self, cli: click.Group, reserved: Iterable[str] = ()) -> None:
-        """Let every plugin add click commands to ``cli``; a plugin that fails, or takes a name of ``cli`` or
-        ``reserved``, is recorded.
+    def _collect_commands(self, plugin: Any, info: PluginInfo) -> None:
+        """Run ``plugin``'s register_commands on a group of its own, so a failing plugin leaves nothing behind;
+        a command name another plugin took first is refused, naming it."""
+        impl = self._impl(plugin, "register_commands")
+        if impl is None:
+            return
+        own = click.Group(info.name)
+        owners = {command: plugin_name for plugin_name, commands in self._commands.items() for command in commands}
+        try:
+            impl(own)
+            clash = sorted(set(own.commands) & set(owners))
+            if clash:
+                raise GenzooError(f"it tried to replace the command(s) {clash} of plugin {owners[clash[0]]!r}; "
+                                  f"give its commands other names")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            info.errors.append(f"register_commands failed: {_one_line(exc)}")
+            return
+        self._commands[info.name] = dict(own.commands)
+        info.commands = sorted(own.commands)
 
-        Each plugin's hook gets a group of its own, so a failing plugin leaves nothing behind.
-        """
-        taken = set(cli.list_commands(click.Context(cli))) | set(reserved)
-        for name, info in self.plugins.items():
-            plugin = self.pm.get_plugin(name)
-            impl = self._impl(plugin, "register_commands") if plugin is not None else None
-            if impl is None:
-                continue
-            own = click.Group(name)
-            try:
-                impl(own)
-                clash = sorted(set(own.commands) & taken)
-                if clash:
-                    raise GenzooError(f"it tried to replace the command(s) {clash}; give its commands other names")
-            except Exception as exc:
-                error = f"register_commands failed: {_one_line(exc)}"
+    def commands(self, reserved: Iterable[str] = ()) -> dict[str, click.Command]:
+        """The commands the plugins add, by name. A plugin whose commands would take a name in ``reserved`` (the
+        verbs of genzoo's own) adds none, and is recorded with the error."""
+        reserved = set(reserved)
+        found: dict[str, click.Command] = {}
+        for name, commands in self._commands.items():
+            clash = sorted(set(commands) & reserved)
+            if clash:
+                info = self.plugins.get(name) or self.builtins[name]
+                error = (f"register_commands failed: it tried to replace the command(s) {clash}; "
+                         f"give its commands other names")
                 if error not in info.errors:
                     info.errors.append(error)
+                info.commands = []
                 continue
-            for command_name, command in own.commands.items():
-                cli.add_command(command, command_name)
-            taken |= set(own.commands)
-            info.commands = sorted(own.commands)
+            found.update(commands)
+        return found
+
+    def add_commands(self, cli: click.Group, reserved: Iterable[str] = ()) -> None:
+        """Add the plugins' commands to ``cli``, but none of a plugin that would take a name of ``cli`` or
+        ``reserved`` (recorded with its error)."""
+        for name, command in self.commands({*cli.list_commands(click.Context(cli)), *reserved}).items():
+            cli.add_command(command, name)
 
     # -- lookups ------------------------------------------------------------------------------
 
@@ -343,6 +377,11 @@ class PluginHost:
         known = ", ".join(f"{r.name} ({', '.join(r.datasets)})" for r in self.feature_extractors.values()) or "none"
         raise GenzooError(f"no feature network is registered for dataset {dataset!r} (available: {known}); "
                           f"pass --features NAME")
+
+
+def _distribution(ep: importlib_metadata.EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return dist.metadata["Name"] if dist is not None else None
 
 
 _HOST: PluginHost | None = None

@@ -307,3 +307,114 @@ def test_a_model_name_where_a_method_is_expected_points_to_init(tmp_path):
     assert result.exit_code == 1
     assert "'ign-mnist' is a model of method 'ign'" in result.output and "genzoo fit ign --init DIR" in result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_genzoo_plugins_lists_every_plugins_verbs_in_text_and_json(toy_site, tmp_path):
+    """An outside plugin's verb (register_commands) and a built-in plugin's (mmb) are read back from
+    `genzoo plugins`, with no verb of a plugin run first."""
+    make_distribution(toy_site, "genzoo-verbs", "verbsplug", _source(tmp_path, "verbsplug", """
+        import click
+        import genzoo
+
+        @genzoo.hookimpl
+        def register_commands(cli):
+            cli.add_command(click.Command("tinyvae-walk", callback=lambda: click.echo("walked")))
+        """), "verbs")
+    rows = {row["name"]: row for row in json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)}
+    assert rows["verbs"]["commands"] == ["tinyvae-walk"] and rows["verbs"]["hooks"] == ["register_commands"]
+    assert rows["toy"]["commands"] == ["toy-hello"] and rows["mmb"]["commands"] == ["mmb"]
+    assert rows["verbs"]["error"] is None
+    text = CliRunner().invoke(cli, ["plugins"]).output
+    assert "  commands: tinyvae-walk" in text and "  commands: mmb" in text
+    walked = CliRunner().invoke(cli, ["tinyvae-walk"])
+    assert walked.exit_code == 0 and walked.output == "walked\n"
+
+
+def test_two_plugins_may_not_add_the_same_verb():
+    import click
+
+    def hello(cli):
+        cli.add_command(click.Command("hello", callback=lambda: None))
+
+    def hello_too(cli):
+        hello(cli)
+
+    host = PluginHost(load_entry_points=False)
+    first = host.add(_plugin(register_commands=hello), name="a")
+    second = host.add(_plugin(register_commands=hello_too), name="b")
+    assert first.commands == ["hello"] and first.error is None
+    assert second.commands == [] and "tried to replace the command(s) ['hello'] of plugin 'a'" in second.error
+
+
+def test_genzoo_plugins_shows_a_verb_that_would_replace_one_of_genzoos_own():
+    import click
+
+    host = get_host()
+    info = host.add(_plugin(register_commands=lambda cli: cli.add_command(click.Command("fit"))), name="hijack")
+    rows = {row["name"]: row for row in json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)}
+    assert "tried to replace the command(s) ['fit']" in rows["hijack"]["error"] and rows["hijack"]["commands"] == []
+    assert info.commands == []
+
+
+def _source(tmp_path, name, text):
+    import textwrap
+
+    path = tmp_path / f"{name}_src.py"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.mark.parametrize("body", ["import sys\nsys.exit(2)\n", "raise SystemExit('usage: argparse')\n",
+                                  "class Odd(BaseException):\n    pass\nraise Odd('not an Exception')\n"])
+def test_a_plugin_that_exits_or_raises_a_base_exception_at_import_takes_nothing_down(toy_site, tmp_path, body):
+    make_distribution(toy_site, "genzoo-exits", "exitsplug", _source(tmp_path, "exitsplug", body), "exits")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    error = {row["name"]: row for row in json.loads(result.output)}["exits"]["error"]
+    assert error.startswith("failed to import exitsplug: ")
+    assert re.search(r"sys\.exit\(2\)|sys\.exit\('usage: argparse'\)|Odd: not an Exception", error)
+    assert runner.invoke(cli, ["list"]).exit_code == 0 and "toy" in get_host().methods
+
+
+def test_a_hook_that_exits_is_reported_and_ctrl_c_still_stops_genzoo():
+    import sys
+
+    host = PluginHost(load_entry_points=False)
+    info = host.add(_plugin(register_methods=lambda register: sys.exit(3)), name="exits")
+    assert info.error == "register_methods failed: it called sys.exit(3)"
+
+    def interrupted(register):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        host.add(_plugin(register_methods=interrupted), name="interrupted")
+
+
+def test_an_outside_plugin_sorting_first_cannot_take_a_built_in_methods_name(toy_site, tmp_path):
+    """Entry points load in name order, genzoo's own first: "aaa" registering "ign" fails, naming both."""
+    make_distribution(toy_site, "genzoo-aaa", "aaaplug", _source(tmp_path, "aaaplug", """
+        from dataclasses import dataclass
+        import genzoo
+
+        @dataclass
+        class Cfg:
+            x: int = 1
+
+        class Impostor(genzoo.Method):
+            name = "ign"
+            Config = Cfg
+
+        @genzoo.hookimpl
+        def register_methods(register):
+            register(Impostor)
+        """), "aaa")
+    host = get_host()
+    from genzoo_ign import IGN
+
+    assert host.method("ign") is IGN and host.methods["ign"].plugin == "ign"
+    assert list(host.plugins).index("ign") < list(host.plugins).index("aaa")
+    error = host.plugins["aaa"].error
+    assert "method name 'ign' from plugin 'aaa' is already registered by plugin 'ign'" in error
+    result = CliRunner().invoke(cli, ["plugins"])
+    assert "aaa [ERROR]" in result.output
