@@ -22,7 +22,7 @@ _HOMES = {
     "GenzooError": "errors",
     "UnsupportedVerb": "errors",
     "WeightsError": "errors",
-    "ImageData": "datatable",
+    "ImageData": "datasets.imagedata",
     "load_dataset": "datasets",
     "hookimpl": "hookspecs",
     "load": "loading",

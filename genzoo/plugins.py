@@ -14,8 +14,8 @@ are dropped as a whole. Its commands (``register_commands``) are collected as it
 What plugins register lives here, one :class:`genzoo.table.Table` per kind (the models merged
 with registry.yaml), and is looked up here only: methods and models by name or alias (a method
 name also finds its default model), datasets, metrics and feature networks by name. Every register
-callback validates its arguments into a row, stages it, and the host adds a hook's rows together
-once the hook has returned.
+callback makes a checked row of its arguments (:mod:`genzoo.registrars`; the rows are
+:mod:`genzoo.entries`'), stages it, and the host adds a hook's rows together once the hook has returned.
 """
 
 from __future__ import annotations
@@ -24,17 +24,15 @@ import importlib
 import importlib.metadata as importlib_metadata
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import click
 import pluggy
 
 from . import hookspecs
-from .datatable import DatasetEntry, registered_entry
+from .entries import DatasetEntry, FeatureEntry, MethodEntry, MetricEntry
 from .errors import GenzooError
-from .method import Method
-from .metrics.table import MetricEntry, registered_metric
+from .registrars import REGISTRARS
 from .registry import ModelEntry, load_registry_file
 from .table import Table
 
@@ -81,38 +79,6 @@ class PluginInfo:
                 "commands": self.commands, "error": self.error}
 
 
-@dataclass
-class MethodRecord:
-    """A registered method: its class, the plugin that registered it, and its other names."""
-
-    cls: type
-    plugin: str
-    aliases: tuple[str, ...] = ()
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        self.source = self.source or f"plugin {self.plugin!r}"
-
-    @property
-    def name(self) -> str:
-        return self.cls.name
-
-
-@dataclass
-class FeatureExtractorRecord:
-    """A registered feature network: ``factory()`` builds it; ``datasets`` are those it is the default for."""
-
-    name: str
-    factory: Callable[[], Any]
-    plugin: str
-    datasets: tuple[str, ...] = ()
-    summary: str = ""
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        self.source = self.source or f"plugin {self.plugin!r}"
-
-
 def allowed_plugins() -> set[str] | None:
     """The allow-list from GENZOO_LOAD_PLUGINS: None means all; an empty string means none."""
     value = os.environ.get(ALLOW_ENV)
@@ -128,45 +94,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-# -- what each register callback makes of its arguments (validated; the host adds the row) -------------------
-
-
-def _method_row(info: PluginInfo, cls: type, aliases: tuple[str, ...] | list[str] = ()) -> MethodRecord:
-    if not (isinstance(cls, type) and issubclass(cls, Method)):
-        raise GenzooError(f"register_methods expects a genzoo.Method subclass, got {cls!r}")
-    cls.check_declaration()
-    return MethodRecord(cls, info.name, tuple(aliases), source=info.source)
-
-
-def _model_row(info: PluginInfo, name: str, **fields: Any) -> ModelEntry:
-    return ModelEntry.from_dict(name, fields, source=info.source)
-
-
-def _feature_row(info: PluginInfo, name: str, factory: Callable[[], Any], datasets: tuple[str, ...] | list[str] = (),
-                 summary: str = "") -> FeatureExtractorRecord:
-    if not callable(factory):
-        raise GenzooError(f"feature network {name!r}: factory must be callable, got {factory!r}")
-    return FeatureExtractorRecord(name, factory, info.name, tuple(datasets), summary, source=info.source)
-
-
-def _dataset_row(info: PluginInfo, name: str, load: Callable[[Path, str], Any], **fields: Any) -> DatasetEntry:
-    return registered_entry(name, load, **fields, source=info.source)
-
-
-def _metric_row(info: PluginInfo, name: str, compute: Callable[[Any], Any], **fields: Any) -> MetricEntry:
-    return registered_metric(name, compute, **fields, source=info.source)
-
-
-# hook -> (the PluginInfo field and host table it fills, the row its register callback makes)
-REGISTRARS: dict[str, tuple[str, Callable[..., Any]]] = {
-    "register_methods": ("methods", _method_row),
-    "register_models": ("models", _model_row),
-    "register_feature_extractors": ("feature_extractors", _feature_row),
-    "register_datasets": ("datasets", _dataset_row),
-    "register_metrics": ("metrics", _metric_row),
-}
-
-
 class PluginHost:
     """Loads plugins and holds what they registered, merged with the core's own tables."""
 
@@ -176,14 +103,14 @@ class PluginHost:
         self.plugins: dict[str, PluginInfo] = {}
         self.builtins: dict[str, PluginInfo] = {}
         self._commands: dict[str, dict[str, click.Command]] = {}  # plugin -> the commands its register_commands added
-        self.methods: Table[MethodRecord] = Table(
+        self.methods: Table[MethodEntry] = Table(
             "method", hint="install the plugin that provides it, or run `genzoo plugins` to see load errors")
         self.models: Table[ModelEntry] = Table("model", hint="pass a model name, a model directory or hf://ORG/NAME")
         self.datasets: Table[DatasetEntry] = Table(
             "dataset", hint="write NAME[:SPLIT], folder:PATH or npz:PATH[:SPLIT] (`genzoo datasets` lists them)")
         self.metrics: Table[MetricEntry] = Table(
             "metric", hint="name them in --metrics (`genzoo datasets --metrics` lists them)")
-        self.feature_extractors: Table[FeatureExtractorRecord] = Table(
+        self.feature_extractors: Table[FeatureEntry] = Table(
             "feature network", hint="pass --features NAME, or --features inception (online only)")
         for entry in load_registry_file():
             self.models.add(entry)
@@ -251,7 +178,7 @@ class PluginHost:
         staged = Table(table.kind, hint=table.hint)
 
         def register(*args: Any, **kwargs: Any) -> None:
-            row = make_row(info, *args, **kwargs)
+            row = make_row(info.name, info.source, *args, **kwargs)
             table.check_free(row)
             staged.add(row)
 
@@ -264,7 +191,7 @@ class PluginHost:
             return
         for row in staged.values():
             table.add(row)
-            if isinstance(row, MethodRecord):
+            if isinstance(row, MethodEntry):
                 row.cls.plugin_name = info.distribution or info.name
         getattr(info, kind).extend(staged)
 
@@ -329,7 +256,7 @@ class PluginHost:
     def has_method(self, name: str) -> bool:
         return self.methods.find(name) is not None
 
-    def method_record(self, name: str) -> MethodRecord:
+    def method_record(self, name: str) -> MethodEntry:
         """The registration of the method called ``name`` or one of its aliases (in any case)."""
         record = self.methods.find(name)
         if record is not None:
@@ -367,7 +294,7 @@ class PluginHost:
     def metric(self, name: str) -> MetricEntry:
         return self.metrics.lookup(name)
 
-    def feature_extractor(self, name: str | None = None, *, dataset: str | None = None) -> FeatureExtractorRecord:
+    def feature_extractor(self, name: str | None = None, *, dataset: str | None = None) -> FeatureEntry:
         """The feature network called ``name``, or the first one registered for ``dataset``."""
         if name is not None:
             return self.feature_extractors.lookup(name)

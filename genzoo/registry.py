@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from .errors import GenzooError
+from .table import Entry
 
 REGISTRY_FILE = "registry.yaml"
 STATUSES = ("stable", "experimental")
@@ -111,7 +112,7 @@ def parse_metrics(data: Any, where: str) -> list[Metric]:
 
 
 @dataclass
-class ModelEntry:
+class ModelEntry(Entry):
     """One named pretrained model: what it is, how good, where its weights are and how it was made."""
 
     name: str

@@ -1,25 +1,35 @@
-"""One table type for everything plugins register: methods, models, datasets, metrics, feature networks.
+"""One table type and one row type for everything plugins register: methods, models, datasets, metrics,
+feature networks.
 
-A row is any object with a ``name`` and a ``source`` (who registered it: "genzoo", "registry.yaml",
-"plugin 'NAME'") and, if it has other names, ``aliases``. A table refuses a name it already holds,
-naming both sources, and finds a row by name or alias whatever the case; a name it does not know
-gets one error of the same shape for every kind, with the closest known name when one is close.
+A row is an :class:`Entry`: a ``name``, a ``source`` (who registered it: "genzoo", "registry.yaml",
+"plugin 'NAME'") and, if it has other names, ``aliases``; each kind of row is a dataclass that
+subclasses it (:mod:`genzoo.entries`, and the catalogue's :class:`genzoo.registry.ModelEntry`). A
+table refuses a name it already holds, naming both sources, and finds a row by name or alias
+whatever the case; a name it does not know gets one error of the same shape for every kind, with
+the closest known name when one is close.
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Generic, Iterable, Iterator, Protocol, TypeVar
+from typing import Generic, Iterable, Iterator, Sequence, TypeVar
 
 from .errors import GenzooError
 
 
-class Row(Protocol):
+class Entry:
+    """A row of a :class:`Table`; the kinds of row are dataclasses that subclass it and declare these fields."""
+
     name: str
     source: str
+    aliases: Sequence[str] = ()
+
+    def names(self) -> tuple[str, ...]:
+        """Its name and its aliases."""
+        return (self.name, *self.aliases)
 
 
-R = TypeVar("R", bound=Row)
+R = TypeVar("R", bound=Entry)
 
 
 class Table(dict, Generic[R]):
@@ -38,14 +48,14 @@ class Table(dict, Generic[R]):
     def names(self) -> Iterator[str]:
         """Every name and alias the table answers to."""
         for row in self.values():
-            yield from names_of(row)
+            yield from row.names()
 
     def find(self, name: str) -> R | None:
         """The row called ``name`` or one of its aliases, in any case; None if there is none."""
         if name in self:
             return self[name]
         wanted = name.lower()
-        return next((row for row in self.values() if wanted in (n.lower() for n in names_of(row))), None)
+        return next((row for row in self.values() if wanted in (n.lower() for n in row.names())), None)
 
     def add(self, row: R) -> None:
         """Add ``row``, refusing any of its names that another row holds."""
@@ -54,7 +64,7 @@ class Table(dict, Generic[R]):
 
     def check_free(self, row: R) -> None:
         """Raise if a name or alias of ``row`` is taken, naming who took it."""
-        for name in names_of(row):
+        for name in row.names():
             other = self.find(name)
             if other is not None and other is not row:
                 raise GenzooError(f"{self.kind} name {name!r} from {row.source} is already registered by "
@@ -78,10 +88,6 @@ class Table(dict, Generic[R]):
         return GenzooError(f"unknown {self.kind} {name!r}" + (f"; {note}" if note else "")
                            + (f"; did you mean {guess}?" if guess and not note else "")
                            + f" (known {self.plural}: {known}); {self.hint}")
-
-
-def names_of(row: Row) -> tuple[str, ...]:
-    return (row.name, *getattr(row, "aliases", ()))
 
 
 def closest_name(name: str, candidates: Iterable[str]) -> str | None:

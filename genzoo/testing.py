@@ -39,7 +39,8 @@ from .configs import build_config
 from .datasets import ImageData
 from .errors import GenzooError, UnsupportedVerb
 from .method import VERBS, Method
-from .plugins import MethodRecord, get_host
+from .entries import MethodEntry
+from .plugins import get_host
 from .seeding import Noise
 from .training.step import split_optimizers
 from .training.loop import fit
@@ -131,7 +132,7 @@ def registered(cls: type) -> Iterator[None]:
     if host.has_method(cls.name):
         yield
         return
-    host.methods[cls.name] = MethodRecord(cls, "genzoo.testing")
+    host.methods[cls.name] = MethodEntry(cls, "genzoo.testing")
     try:
         yield
     finally:

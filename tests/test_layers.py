@@ -136,6 +136,16 @@ def test_the_shared_blocks_import_only_each_other_and_the_foundations():
     assert reached <= BLOCKS_MAY_IMPORT, f"genzoo.blocks imports {sorted(reached - BLOCKS_MAY_IMPORT)}"
 
 
+def test_the_plugin_host_holds_every_table_without_importing_the_datasets_or_metrics_packages():
+    """The rows (genzoo.entries, genzoo.registry) and their registrars sit below the host; the packages that
+    read data and score images sit above it and look names up in it."""
+    graph = import_graph(module_files(ROOT, [CORE]), roots={CORE})
+    below = reachable(graph, "genzoo.plugins")
+    assert {"genzoo.entries", "genzoo.registrars", "genzoo.registry", "genzoo.table"} <= below
+    upward = sorted(m for m in below if m.startswith(("genzoo.datasets", "genzoo.metrics", "genzoo.cli")))
+    assert not upward, f"the plugin host imports {upward}"
+
+
 def test_the_scan_sees_lazy_imports_and_the_package_init_an_import_runs(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)

@@ -286,6 +286,15 @@ def _error(call):
     return str(error.value)
 
 
+def test_every_table_holds_one_row_type():
+    from genzoo.table import Entry
+
+    host = get_host()
+    tables = (host.methods, host.models, host.datasets, host.metrics, host.feature_extractors)
+    assert all(table and all(isinstance(row, Entry) for row in table.values()) for table in tables)
+    assert host.methods["ign"].names() == ("ign",) and "ign" in host.models["ign-mnist"].names()
+
+
 def test_names_are_found_whatever_their_case():
     host = get_host()
     assert host.method("IGN").name == "ign" and host.model("IGN").name == "ign-mnist"

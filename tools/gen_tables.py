@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import yaml
+
+from genzoo.reporting import format_value
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -103,16 +104,6 @@ def fixed(value: float | None, places: int = 1) -> str:
     return "" if value is None else f"{value:,.{places}f}"
 
 
-def sig3(value: float | None) -> str:
-    """Three significant figures, thousands separated: 3.20, 796, 1,600, 0.0274."""
-    if value is None:
-        return ""
-    if value == 0:
-        return "0"
-    digits = 2 - math.floor(math.log10(abs(value)))
-    return f"{round(value, digits):,.{max(0, digits)}f}"
-
-
 def percent(share: float, places: int = 1) -> str:
     return f"{100 * share:.{places}f}%"
 
@@ -122,12 +113,13 @@ def change(after: float, before: float) -> str:
 
 
 def fid(m: dict) -> str:
-    return fixed(m.get("fid"))
+    return "" if m.get("fid") is None else format_value("fid", m["fid"])
 
 
 def kid(m: dict) -> str:
     value = m.get("kid")
-    return sig3(value["mean"] if isinstance(value, dict) else value)
+    value = value["mean"] if isinstance(value, dict) else value
+    return "" if value is None else format_value("kid", value)  # three significant figures, as every page writes KID
 
 
 def three(value: float | None) -> str:

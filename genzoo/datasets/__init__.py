@@ -17,11 +17,14 @@ lists them.
 - ``download``: torchvision datasets from local files, downloaded when absent and online
 - ``specs``: ``load_dataset(spec)``
 
-ImageData and DatasetEntry live in :mod:`genzoo.datatable`, outside this package, because the
-plugin host holds the table and this package's ``specs`` looks names up in the host.
+- ``imagedata``: images in memory (ImageData) and what a loader's result becomes
+
+A dataset's row of the plugin host's table is :class:`genzoo.entries.DatasetEntry`: the host
+holds the rows without importing this package, whose ``specs`` looks names up in the host.
 """
 
-from ..datatable import DATA_ROOT_ENV, DatasetEntry, ImageData, default_root, fixed_permutation
+from ..entries import DatasetEntry
+from .imagedata import DATA_ROOT_ENV, ImageData, default_root, fixed_permutation
 from .files import load_images, load_npz
 from .specs import dataset_entry, known_datasets, load_dataset
 

@@ -14,7 +14,7 @@ from ..errors import ArgumentError
 from ..hookspecs import hookimpl
 from .download import local_or_download
 from .files import load_npz
-from ..datatable import DATA_ROOT_ENV, ImageData, images_to_uint8_nchw
+from .imagedata import DATA_ROOT_ENV, ImageData, images_to_uint8_nchw
 
 CIFAR10_SUBSET = "cifar10/cifar10_jpeg.npz"
 CIFAR10_FULL = "cifar-10-batches-py"  # torchvision's layout

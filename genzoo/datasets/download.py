@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import ArgumentError, GenzooError
-from ..datatable import DATA_ROOT_ENV
+from .imagedata import DATA_ROOT_ENV
 
 OFFLINE_ENVS = ("GENZOO_OFFLINE", "HF_HUB_OFFLINE")
 

@@ -14,7 +14,7 @@ import torch
 
 from ..errors import GenzooError
 from ..images import IMAGE_SUFFIXES, NPZ_ACCEPTED, read_image_files
-from ..datatable import ImageData, images_to_uint8_nchw
+from .imagedata import ImageData, images_to_uint8_nchw
 
 
 def file_dataset(spec: str) -> ImageData | None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..datatable import SPEC_PREFIXES, DatasetEntry, ImageData, default_root
+from ..entries import SPEC_PREFIXES, DatasetEntry
 from ..plugins import get_host
 from .files import file_dataset
+from .imagedata import ImageData, as_image_data, default_root
 
 
 def dataset_entry(spec: str) -> DatasetEntry | None:
@@ -27,7 +28,8 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
         return data
     entry = dataset_entry(spec)
     split = entry.choose_split(spec.partition(":")[2], default_split)
-    data = entry.load(Path(root).expanduser() if root is not None else default_root(), split)
+    data = as_image_data(entry.load(Path(root).expanduser() if root is not None else default_root(), split),
+                         entry.name, split)
     entry.check(data)
     return data
 

@@ -1,8 +1,8 @@
 """Metrics: how genzoo scores images against reference data (``genzoo eval``, :func:`genzoo.evaluate`).
 
 - ``scores``: the score functions (FID, KID, precision/recall, class statistics, memorisation, diversity)
-- ``table``: a row of the metric table (MetricEntry), what its ``compute`` receives (Scoring), and
-  how a registration is checked
+- ``scoring``: what a metric's ``compute`` receives (Scoring); a metric's row of the plugin host's
+  table is ``genzoo.entries.MetricEntry``
 - ``builtin``: the built-in metrics, registered through ``register_metrics`` as a plugin's are
 - ``features``: the feature networks the scores are computed in (``feature_space``, ``extract``)
 - ``evaluation``: the whole evaluation and its settings (``evaluate``, ``EvalOptions``)
@@ -11,9 +11,10 @@ The plugin host loads this package to hold the table, so it imports only the lig
 ``features`` and ``evaluation`` are imported where they are used.
 """
 
+from ..entries import MetricEntry
 from .scores import (class_statistics, fid, kid, max_ssim, nearest_feature_distance, precision_recall,
                      within_class_distance)
-from .table import MetricEntry, Scoring, TrainingSet
+from .scoring import Scoring, TrainingSet
 
 __all__ = ["MetricEntry", "Scoring", "TrainingSet", "class_statistics", "fid", "kid", "max_ssim",
            "nearest_feature_distance", "precision_recall", "within_class_distance"]

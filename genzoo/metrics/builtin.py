@@ -16,7 +16,7 @@ from ..hookspecs import hookimpl
 from .scores import (KID_SUBSET_SIZE, class_statistics, fid, kid, max_ssim, nearest_feature_distance,
                      within_class_distance)
 from .swd import swd
-from .table import Scoring
+from .scoring import Scoring
 
 
 def _fid(s: Scoring) -> float:

@@ -27,7 +27,8 @@ from ..progress import progress_bar
 from ..registry import RANKED_METRICS
 from .features import extract, feature_space
 from .scores import KID_SUBSET_SIZE, class_statistics
-from .table import MetricEntry, Scoring, TrainingSet
+from ..entries import MetricEntry
+from .scoring import Scoring, TrainingSet
 
 DEFAULT_METRICS = "fid,kid,precision,recall,accuracy"
 REFERENCE_SEED = 0  # the fixed permutation that draws reference subsets

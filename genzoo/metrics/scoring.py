@@ -1,7 +1,6 @@
-"""What a metric is to genzoo: a row of the metric table (:class:`MetricEntry`) and what it is given (:class:`Scoring`).
+"""What a metric's ``compute`` is given (:class:`Scoring`), and the training images some metrics compare with.
 
-Built-in rows and plugins' rows both come in through ``register_metrics``;
-:func:`registered_metric` checks a registration the same way for both.
+A metric's row of the plugin host's table is :class:`genzoo.entries.MetricEntry`.
 """
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ import torch
 
 from ..errors import GenzooError
 from .scores import precision_recall
-
-METRIC_NEEDS = ("classes", "train")
 
 
 @dataclass
@@ -58,35 +55,3 @@ class Scoring:
                 raise GenzooError("this metric needs training images, which the evaluation did not load")
             self.cache["train"] = self.load_train()
         return self.cache["train"]
-
-
-@dataclass(frozen=True)
-class MetricEntry:
-    """One metric ``--metrics`` can name: ``compute(scoring)`` returns a number or a dict of results.
-
-    ``check(options, n_ref)``, if given, refuses bad settings before any image is generated.
-    """
-
-    name: str
-    compute: Callable[[Scoring], Any]
-    summary: str = ""
-    needs: frozenset[str] = frozenset()
-    check: Callable[[Any, int], None] | None = None
-    source: str = "genzoo"
-
-    def run(self, scoring: Scoring) -> dict[str, Any]:
-        value = self.compute(scoring)
-        return value if isinstance(value, dict) else {self.name: value}
-
-
-def registered_metric(name: str, compute: Callable[[Scoring], Any], *, summary: str = "", needs: tuple[str, ...] = (),
-                      check: Callable[[Any, int], None] | None = None, source: str) -> MetricEntry:
-    """The row a ``register_metrics`` call describes, checked (the arguments are the hook's)."""
-    if not callable(compute):
-        raise GenzooError(f"metric {name!r}: compute must be callable, got {compute!r}")
-    if check is not None and not callable(check):
-        raise GenzooError(f"metric {name!r}: check must be callable or None, got {check!r}")
-    unknown = sorted(set(needs) - set(METRIC_NEEDS))
-    if unknown:
-        raise GenzooError(f"metric {name!r}: unknown needs {unknown}; choose from {', '.join(METRIC_NEEDS)}")
-    return MetricEntry(name, compute, summary, frozenset(needs), check, source)
