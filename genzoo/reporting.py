@@ -197,11 +197,7 @@ def _options_text(options: dict[str, Any]) -> str:
 
 def _eval_value(key: str, value: Any) -> str:
     if key == "kid" and isinstance(value, dict):
-        text = (f"{format_value('kid', value['mean'])} (std {format_value('kid', value['std'])}; "
-                f"{value['subsets']} subsets of {value['subset_size']:,} images")
-        if value.get("default_subset_size"):
-            text += f", all of the smaller set: fewer than the default {value['default_subset_size']:,}"
-        return text + ")"
+        return kid_text(value)
     if key in RANKED_METRICS and isinstance(value, (int, float)):
         return format_value(key, value)
     if key == "swd_per_level" and isinstance(value, dict):
@@ -209,6 +205,24 @@ def _eval_value(key: str, value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={_result(v)}" for k, v in value.items())
     return _result(value)
+
+
+def kid_text(kid: dict[str, Any]) -> str:
+    """"100.7 (std 5.21; 100 subsets of 1,000 images from each set)", or, when every subset held every image of both
+    sets, the one value it is, with no standard deviation."""
+    mean, size = format_value("kid", kid["mean"]), f"{kid['subset_size']:,}"
+    if kid.get("std") is None:
+        return f"{mean} (one subset: all {size} images of each set, so no standard deviation)"
+    text = f"{mean} (std {format_value('kid', kid['std'])}; {kid['subsets']} subsets of {size} images from each set"
+    if kid.get("default_subset_size"):
+        text += f": all of the smaller set, fewer than the default {kid['default_subset_size']:,}"
+    return text + ")"
+
+
+# Why a catalogue figure on another n is not this one's (FID and SWD read higher from fewer images; KID does not on
+# average, but a figure from fewer images scatters more).
+N_EFFECT = {"fid": "FID reads higher from fewer images", "swd": "SWD reads higher from fewer images",
+            "kid": "KID is unbiased at any n, but a figure from fewer images scatters more"}
 
 
 def catalogue_notes(report: dict[str, Any]) -> list[str]:
@@ -220,14 +234,18 @@ def catalogue_notes(report: dict[str, Any]) -> list[str]:
         if name not in measured:
             continue
         label = LABELS.get(name, name)
-        theirs = f"the catalogue's {label} of {figure['model']}, {format_value(name, figure['value'])}"
-        differs = [part for part, same in (
-            (f"{figure['n']:,} images, not {report['n']:,}", figure["n"] == report["n"]),
-            (f"against {figure['reference']}, not {report['reference']['spec']}",
-             not figure["reference"] or figure["reference"] == report["reference"]["spec"])) if not same]
+        of = f" ({figure['of']})" if figure.get("of") else ""
+        theirs = f"the catalogue's {label} of {figure['model']}{of}, {format_value(name, figure['value'])}"
+        other_n = figure["n"] != report["n"]
+        other_reference = bool(figure["reference"]) and figure["reference"] != report["reference"]["spec"]
+        differs = [part for part, differ in (
+            (f"{figure['n']:,} images, not {report['n']:,}", other_n),
+            (f"against {figure['reference']}, not {report['reference']['spec']}", other_reference)) if differ]
         if differs:
+            why = [N_EFFECT.get(name, "n differs")] if other_n else []
+            why += ["another reference"] if other_reference else []
             notes.append(f"{theirs}, was measured on {' and '.join(differs)}: not comparable with this one "
-                         f"({'a distance grows as n shrinks' if figure['n'] != report['n'] else 'another reference'})")
+                         f"({'; '.join(why)})")
         else:
             notes.append(f"{theirs}, was measured on the same n and reference")
     return notes

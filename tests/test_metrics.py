@@ -143,21 +143,34 @@ def test_eval_apply_several_k_gives_one_report_each_equal_to_single_runs(toy_mod
 
 
 def test_kid_fits_a_small_n_by_default_and_the_report_says_so(toy_site, toy_npz):
-    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features", metrics="kid",
-                             kid_subsets=5, progress=False)
+    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, n_ref=64, ref=f"npz:{toy_npz}", features="toy-features",
+                             metrics="kid", kid_subsets=5, progress=False)
     kid = report["metrics"]["kid"]
-    assert kid["subset_size"] == 48 and kid["default_subset_size"] == 1000
+    assert kid["subset_size"] == 48 and kid["default_subset_size"] == 1000 and kid["std"] > 0
     line = next(line for line in eval_lines(report, several=False) if line.strip().startswith("kid:"))
-    assert "5 subsets of 48 images, all of the smaller set: fewer than the default 1,000" in line
+    assert "5 subsets of 48 images from each set: all of the smaller set, fewer than the default 1,000)" in line
     asked = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features", metrics="kid",
                             kid_subsets=5, kid_subset_size=16, progress=False)["metrics"]["kid"]
     assert asked["subset_size"] == 16 and "default_subset_size" not in asked
 
 
+def test_kid_with_every_image_of_both_sets_in_its_subset_is_computed_once_without_a_std(toy_site, toy_npz):
+    """100 subsets of all 48 images of each set are 100 copies of one set: no spread is made up from them."""
+    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features", metrics="kid",
+                             progress=False)
+    scored = report["metrics"]["kid"]
+    assert scored["std"] is None and scored["subsets"] == 1 and scored["subset_size"] == 48
+    line = next(line for line in eval_lines(report, several=False) if line.strip().startswith("kid:"))
+    assert line.endswith("(one subset: all 48 images of each set, so no standard deviation)") and "std" not in line
+    a, b = torch.randn(40, 8), torch.randn(40, 8) + 0.5
+    assert kid(a, b, subset_size=40, subsets=7)[1] is None and kid(a, b, subset_size=40, subsets=7)[0] > 0
+    assert kid(a, torch.cat([b, b + 0.1]), subset_size=40, subsets=7)[1] > 0  # the larger set's draws differ
+
+
 def test_eval_prints_every_distance_as_every_page_does(toy_site, toy_npz):
     from genzoo.reporting import format_value
 
-    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, ref=f"npz:{toy_npz}", features="toy-features",
+    report = genzoo.evaluate(f"npz:{toy_npz}", n=48, n_ref=64, ref=f"npz:{toy_npz}", features="toy-features",
                              metrics="fid,kid,swd", kid_subsets=5, progress=False)
     lines = {line.split(":")[0].strip(): line for line in eval_lines(report, several=False)[1:]}
     metrics = report["metrics"]
@@ -203,3 +216,32 @@ def test_eval_says_when_the_catalogue_s_figure_was_measured_on_another_n():
     assert "not comparable" in note
     same = catalogue_notes({**report, "n": 10000})
     assert same == ["the catalogue's FID of ign-mnist, 48.7, was measured on the same n and reference"]
+
+
+def test_the_catalogue_note_says_why_each_distance_differs_at_another_n():
+    from genzoo.reporting import catalogue_notes
+
+    report = {"metrics": {"fid": 82.0, "kid": {"mean": 41.0}}, "n": 500, "reference": {"spec": "mnist:test", "n": 500},
+              "catalogue": [{"model": "ign-mnist", "metric": "fid", "value": 48.7, "n": 10000, "reference": "mnist:test"},
+                            {"model": "ign-mnist", "metric": "kid", "value": 100.7, "n": 10000,
+                             "reference": "mnist:test"}]}
+    fid_note, kid_note = catalogue_notes(report)
+    assert fid_note.endswith("not comparable with this one (FID reads higher from fewer images)")
+    assert kid_note.endswith("(KID is unbiased at any n, but a figure from fewer images scatters more)")
+    assert "grows" not in kid_note  # KID fell from 100.7 to 41 here: it is not a distance that grows as n shrinks
+
+
+def test_eval_of_a_model_s_other_sampler_or_apply_is_noted_against_the_catalogue_s_figures_for_it():
+    from genzoo.metrics.evaluation import EvalOptions, _catalogue_figures, _same_samples
+
+    def noted(name, **options):
+        o = EvalOptions(**options)
+        return {(f["metric"], f["value"]) for f in _catalogue_figures(name, o) if _same_samples(f["of"], o)}
+
+    two_steps = noted("consistency-mnist", sample_options={"steps": 2})
+    assert ("fid", 157.0) in two_steps and ("fid", 280.8) not in two_steps
+    assert ("fid", 280.8) in noted("consistency-mnist") and ("fid", 157.0) not in noted("consistency-mnist")
+    assert noted("consistency-mnist", sample_options={"steps": 3}) == set()  # the catalogue has no 3-step figure
+    assert ("fid", 48.4) in noted("ign-mnist", apply=2) and ("fid", 48.7) not in noted("ign-mnist", apply=2)
+    assert ("fid", 51.5) in noted("ign-mnist", apply=3)
+    assert noted("ign-mnist", refine="robust-mnist") == set()

@@ -35,10 +35,11 @@ def cli() -> None:
     """genzoo: a zoo of generative models behind one interface.
 
     \b
-    genzoo sample ign -n 64 -o samples.png                     # images from a pretrained model
-    genzoo list                                                 # the catalogue of pretrained models
-    genzoo fit ign --dataset mnist --steps 20000 --out runs/ign # train a method on your data
-                                                                # (the test suite runs it with --steps 2)
+    genzoo sample ign -n 64 -o samples.png      # images from a pretrained model
+    genzoo list                                  # the catalogue of pretrained models
+    genzoo fit ign --dataset mnist --data-root DIR --steps 20000 --out runs/ign
+                                                 # train a method on the data under DIR
+                                                 # (the test suite runs it with --steps 2)
     """
 
 

@@ -25,15 +25,22 @@ def command(name, sample_options, refine_options, labels, json_out, device, **op
     """Score a model's samples (or npz:PATH / folder:PATH images) against reference data.
 
     \b
-    genzoo eval ign -n 10000 --ref mnist:test --data-root DIR        # (the test suite runs it with -n 500)
-    genzoo eval ign --apply 1,2,3 -n 500 --ref mnist:test            # f(z), f(f(z)), f(f(f(z))), one report each
-    genzoo sample ign -n 1000 -o samples.npz                         # images to score from a file
-    genzoo eval npz:samples.npz -n 1000 --ref mnist:test --metrics fid,kid
-    genzoo eval consistency-mnist --opt steps=2 -n 500 --ref mnist:test     # the two-step sampler
+    genzoo eval ign -n 10000 --ref mnist:test --data-root DIR   # (the test suite runs it with -n 500)
+    genzoo eval ign --apply 1,2,3 -n 500 --ref mnist:test --data-root DIR   # f(z), f(f(z)), f(f(f(z)))
+    genzoo sample ign -n 1000 -o samples.npz                    # images to score from a file
+    genzoo eval npz:samples.npz -n 1000 --ref mnist:test --metrics fid,kid --data-root DIR
+    genzoo eval consistency-mnist --opt steps=2 -n 500 --ref mnist:test --data-root DIR  # two steps
 
-    The report names what was scored (the refiner and its options too), prints each figure as
-    `genzoo info` and docs/models.md do (the units are defined there), and says when the catalogue's
-    figure for the same model was measured on another n or reference: the two are then not comparable.
+    DIR is the folder that holds the datasets (`genzoo datasets --data-root DIR` checks it). The
+    report names what was scored (the refiner and its options too), prints each figure as `genzoo
+    info` and docs/models.md do (the units are defined there), and says when the catalogue's figure
+    for the same samples was measured on another n or reference: the two are then not comparable.
+
+    \b
+    KID averages --kid-subsets random subsets of --kid-subset-size images a set;
+    a subset holding every image of both sets is scored once, with no std.
+
+    Progress goes to stderr: a bar on a terminal, else a line at most every 30 s and 10% of a stage.
     """
     if json_out and Path(json_out).is_dir():
         raise GenzooError(f"--json {json_out} is a folder; name a file, e.g. {Path(json_out) / 'eval.json'}")

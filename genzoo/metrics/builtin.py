@@ -27,7 +27,7 @@ def _kid(s: Scoring) -> dict[str, Any]:
     o = s.options
     size = kid_subset_size(o.kid_subset_size, min(len(s.real), len(s.fake)))
     mean, std = kid(s.real, s.fake, subset_size=size, subsets=o.kid_subsets, seed=o.seed)
-    result = {"mean": mean, "std": std, "subset_size": size, "subsets": o.kid_subsets}
+    result = {"mean": mean, "std": std, "subset_size": size, "subsets": o.kid_subsets if std is not None else 1}
     if o.kid_subset_size is None and size < KID_SUBSET_SIZE:  # said in the report: the default did not fit
         result["default_subset_size"] = KID_SUBSET_SIZE
     return {"kid": result}

@@ -194,7 +194,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
             "features": {"name": space.name, "sha256": space.sha256, "num_features": space.num_features},
             "labels": "given" if used_labels is not None else None,
             "metrics": results,
-            "catalogue": catalogue if k == 1 else [],
+            "catalogue": [figure for figure in catalogue if _same_samples(figure["of"], one)],
             "seconds": {key: round(value, 2) for key, value in timings.items()},
         })
     return reports[0] if isinstance(o.apply, int) else reports
@@ -235,19 +235,30 @@ def _refiner(o: EvalOptions) -> Method | None:
 
 
 def _catalogue_figures(source: Any, o: EvalOptions) -> list[dict[str, Any]]:
-    """The catalogue's figures for the model's own samples that this evaluation measures again, with their n and
-    reference: a different n or reference makes a distance not comparable with them (FID grows as n shrinks).
-
-    Only for a catalogue model scored alone (no refiner, one application, its default sample options).
+    """The catalogue's distances for a catalogue model's own samples, with what they measured (``of``), their n and
+    reference: each report keeps those of the samples it scores (:func:`_same_samples`), so a different n or
+    reference can be said beside them. None for a refiner's samples or requested labels.
     """
-    if not isinstance(source, str) or o.refine is not None or o.sample_options or o.labels is not None:
+    if not isinstance(source, str) or o.refine is not None or o.labels is not None:
         return []
     try:
         entry = find_model(source)
     except GenzooError:
         return []
     return [{"model": entry.name, "metric": m.metric, "value": m.value, "n": m.n, "reference": m.reference,
-             "features": m.features} for m in entry.metrics if not m.of and m.metric in RANKED_METRICS and m.n]
+             "features": m.features, "of": m.of} for m in entry.metrics if m.metric in RANKED_METRICS and m.n]
+
+
+def _same_samples(of: str | None, o: EvalOptions) -> bool:
+    """Whether a catalogue figure measured the samples ``o`` makes: the model's default ones (no ``of``), or those
+    its ``of`` names: every ``--opt KEY=VALUE`` given (``two steps (--opt steps=2)``), or f(f(z)) for ``apply`` 2."""
+    (k,) = o.applies()
+    if not of:
+        return k == 1 and not o.sample_options
+    if k > 1 and of != "f(" * k + "z" + ")" * k and f"--apply {k}" not in of:
+        return False
+    return all(f"--opt {key}={value}" in of for key, value in (o.sample_options or {}).items()) and \
+        (bool(o.sample_options) or k > 1)
 
 
 def _check_shapes(model: Method | None, refiner: Method | None, reference: ImageData, train: ImageData | None) -> None:

@@ -44,11 +44,12 @@ def fid(real: torch.Tensor, fake: torch.Tensor) -> float:
 
 
 def kid(real: torch.Tensor, fake: torch.Tensor, *, subset_size: int = KID_SUBSET_SIZE, subsets: int = 100,
-        seed: int = 0) -> tuple[float, float]:
+        seed: int = 0) -> tuple[float, float | None]:
     """Kernel Inception Distance (mean, std over subsets), computed by torchmetrics.
 
     The raw unbiased estimate of MMD^2 (cubic polynomial kernel), with no factor applied: being unbiased, it can
-    fall below 0 when the two sets are very close.
+    fall below 0 when the two sets are very close. When a subset takes every image of both sets, every subset is
+    the same set: KID is computed once and its std is None (a spread over copies of one value would mean nothing).
     """
     from torchmetrics.image.kid import KernelInceptionDistance
 
@@ -58,15 +59,16 @@ def kid(real: torch.Tensor, fake: torch.Tensor, *, subset_size: int = KID_SUBSET
             f"KID needs at least subset_size={subset_size} images in each set, got {smallest}; "
             f"generate more (-n) or lower --kid-subset-size"
         )
+    every_image = subset_size >= max(len(real), len(fake))
     with warnings.catch_warnings():  # its note about keeping features in memory: we hand it features anyway
         warnings.simplefilter("ignore", UserWarning)
         metric = KernelInceptionDistance(feature=_Precomputed(real.shape[1]), subset_size=subset_size,
-                                         subsets=subsets, normalize=False)
+                                         subsets=1 if every_image else subsets, normalize=False)
     metric.update(real, real=True)
     metric.update(fake, real=False)
     with _seeded(seed):
         mean, std = metric.compute()
-    return float(mean), float(std)
+    return float(mean), None if every_image else float(std)
 
 
 def _kth_neighbour_radii(x: torch.Tensor, k: int, chunk: int = 2048) -> torch.Tensor:
