@@ -46,8 +46,10 @@ def test_every_table_is_on_a_page_and_the_check_fails_on_a_stale_one(gen, tmp_pa
 
 
 def test_numbers_are_formatted_the_same_way_everywhere(gen):
-    assert [gen.sig3(v) for v in (3.1974, 796.34, 1596.4, 0.027358, -49.11, 54684.0)] == \
+    # KID as genzoo.reporting writes it everywhere: three significant figures, thousands separated
+    assert [gen.kid({"kid": v}) for v in (3.1974, 796.34, 1596.4, 0.027358, -49.11, {"mean": 54684.0})] == \
         ["3.20", "796", "1,600", "0.0274", "-49.1", "54,700"]
+    assert gen.kid({}) == "" and gen.fid({"fid": 1078.64}) == "1,078.6"
     assert gen.fixed(1078.64) == "1,078.6" and gen.change(35.5, 48.7) == "-27%"
     rows = [{"images": "real", "swd": 5.2}, {"images": "noise 0.1", "swd": 27.9}, {"images": "blur", "swd": 59.1}]
     assert gen.falls(8.4, rows) == "between real (5.2) and noise 0.1 (27.9)"
