@@ -2,7 +2,9 @@
 
 The method it starts from learns each pixel's mean and spread and samples independent Gaussian
 pixels: a bad generative model, and a complete one (fit, sample, refine, a bundled-model hook
-ready to fill in, and tests that run genzoo's contract checks).
+ready to fill in, and tests that run genzoo's contract checks). With ``owns_update`` (``genzoo
+new-plugin NAME --owns-update``) the same method owns its update: two networks, two optimisers, one
+of them stepped every second step (the form of a GAN or any method with several networks).
 """
 
 from __future__ import annotations
@@ -139,6 +141,27 @@ class {cls}(genzoo.Method):
         return torch.optim.Adam(self.parameters(), lr=self.config.lr)
 '''
 
+OWNED_UPDATE = '''
+    # -- this method owns its update: two networks, each with its own optimiser (docs/plugins.md,
+    # Methods with several networks); training_step above is now the loss that update accumulates
+
+    def update(self, step):
+        mean_opt, spread_opt = step.optimizers  # as configure_optimizers returns them
+        with step.frozen(self.spread):  # this loss trains the mean alone
+            logged = step.accumulate(self.training_step)  # over the step's micro-batches; scalars averaged
+        step.step(mean_opt)  # gradients averaged over processes, clipped, then Adam
+        if step.index % self.update_period == self.update_period - 1:  # the spread every second step
+            with step.frozen(self.location):
+                step.accumulate(self.training_step)
+            step.step(spread_opt)
+        return logged  # every scalar is logged (metrics.jsonl)
+
+    def configure_optimizers(self):
+        return [torch.optim.Adam(self.location.parameters(), lr=self.config.lr),
+                torch.optim.Adam(self.spread.parameters(), lr=self.config.lr)]
+'''
+
+
 TESTS = '''"""genzoo-{name}: genzoo's contract checks, and the command line the way a user calls it."""
 
 import pytest
@@ -230,11 +253,13 @@ def check_class_name(cls: str) -> str:
     return cls
 
 
-def new_plugin(name: str, directory: str | Path | None = None, *, class_name: str | None = None) -> Path:
+def new_plugin(name: str, directory: str | Path | None = None, *, class_name: str | None = None,
+               owns_update: bool = False) -> Path:
     """Write the ``genzoo-NAME`` project into ``directory`` (default ``./genzoo-NAME``), which must not exist.
 
     The method class is ``class_name`` (default: NAME's words capitalised, e.g. ``Vae``; pass ``VAE``
-    for an acronym); its Config dataclass is that name + ``Config``.
+    for an acronym); its Config dataclass is that name + ``Config``. ``owns_update``: the method
+    makes its own optimisation step (``update``) over two networks instead of returning one loss.
     """
     name = check_name(name)
     cls = check_class_name(class_name) if class_name is not None else class_name_for(name)
@@ -245,10 +270,27 @@ def new_plugin(name: str, directory: str | Path | None = None, *, class_name: st
     fields = {"name": name, "package": package, "cls": cls}
     files = {
         "pyproject.toml": PYPROJECT, "README.md": README, f"{package}/__init__.py": INIT,
-        f"{package}/model.py": MODEL, f"tests/test_{package.removeprefix('genzoo_')}.py": TESTS,
+        f"{package}/model.py": owned_update_model() if owns_update else MODEL,
+        f"tests/test_{package.removeprefix('genzoo_')}.py": TESTS,
     }
     for relative, template in files.items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(template.format(**fields), encoding="utf-8")
     return root
+
+
+def owned_update_model() -> str:
+    """MODEL with the mean and the spread as two networks, each stepped by its own optimiser in ``update``."""
+    text = MODEL.replace(
+        "        self.mean = nn.Parameter(torch.full(shape, 0.5))\n        self.log_std = nn.Parameter(torch.zeros(shape))\n",
+        "        self.location = nn.ParameterDict({{\"mean\": nn.Parameter(torch.full(shape, 0.5))}})\n"
+        "        self.spread = nn.ParameterDict({{\"log_std\": nn.Parameter(torch.zeros(shape))}})\n")
+    text = text.replace("self.mean", "self.location.mean").replace("self.log_std", "self.spread.log_std")
+    text = text.replace("training_step and configure_optimizers", "update (with the loss it accumulates) and\n"
+                        "configure_optimizers")
+    text = text.replace("    sample_options = {{\"temperature\": float}}  # genzoo sample {name} --opt temperature=0.5\n",
+                        "    sample_options = {{\"temperature\": float}}  # genzoo sample {name} --opt temperature=0.5\n"
+                        "    update_period = 2  # steps within which update steps every optimiser (the checks cover one)\n")
+    head, _, _ = text.rpartition("    def configure_optimizers(self):")
+    return head.rstrip("\n") + "\n" + OWNED_UPDATE

@@ -296,3 +296,34 @@ def test_cli_defaults_agree_with_the_options_dataclass(verb, options_cls):
     for f in visible:
         if f.default is not dataclasses.MISSING:
             assert ctx.params[f.name] == getattr(defaults, f.name)
+
+
+def _new_method(tmp_path, owns_update):
+    """The method class `genzoo new-plugin` writes, imported from the new project's files."""
+    import importlib.util
+
+    from genzoo.scaffold import new_plugin
+
+    project = new_plugin("two-nets", tmp_path / "project", owns_update=owns_update)
+    spec = importlib.util.spec_from_file_location(f"two_nets_model_{owns_update}", project / "genzoo_two_nets" / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TwoNets
+
+
+def test_new_plugin_offers_a_method_that_owns_its_update(tmp_path):
+    from genzoo.testing import check_declaration, check_optimizers_own_parameters, check_training_step
+
+    cls = _new_method(tmp_path, owns_update=True)
+    assert cls.owns_update() and cls.update_period == 2
+    for check in (check_declaration, check_training_step, check_optimizers_own_parameters):
+        check(cls, {"image_size": 8})
+    made = CliRunner().invoke(cli, ["new-plugin", "two-nets", str(tmp_path / "cli"), "--owns-update"])
+    assert made.exit_code == 0 and "def update(self, step)" in (tmp_path / "cli/genzoo_two_nets/model.py").read_text()
+
+
+@pytest.mark.slow
+def test_the_owned_update_template_passes_every_check(tmp_path):
+    from genzoo.testing import check_method
+
+    assert "check_fit_resumes_exactly" in check_method(_new_method(tmp_path, owns_update=True), {"image_size": 8})

@@ -8,13 +8,16 @@ from ..scaffold import class_name_for, new_plugin
 @click.argument("directory", required=False)
 @click.option("--class-name", default=None, metavar="CLASS",
               help="The method's class (default: NAME's words capitalised, e.g. Vae; pass VAE for an acronym).")
-def command(name: str, directory: str | None, class_name: str | None) -> None:
+@click.option("--owns-update", is_flag=True,
+              help="Start from a method that makes its own optimisation step, update(step), over two networks with "
+                   "an optimiser each (the form of a GAN), instead of returning one loss.")
+def command(name: str, directory: str | None, class_name: str | None, owns_update: bool) -> None:
     """Start a genzoo-NAME plugin project in DIRECTORY (default ./genzoo-NAME).
 
     It holds a pyproject with the entry point, a package with a working placeholder method, tests
     that run genzoo's contract checks, and a README; `pip install -e ".[test]" && pytest` passes as
     written.
     """
-    root = new_plugin(name, directory, class_name=class_name)
+    root = new_plugin(name, directory, class_name=class_name, owns_update=owns_update)
     cls = class_name or class_name_for(name)
     click.echo(f"wrote {root} (method {name!r}, class {cls}): cd {root} && pip install -e \".[test]\" && pytest")
