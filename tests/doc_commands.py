@@ -65,6 +65,33 @@ class Command:
         named_data = any(not value.startswith(DATA_FREE_SPECS) for value in values.values())
         return verb in ("fit", "eval") or "--data-root" in words or named_data
 
+    def states_data_root(self) -> bool:
+        """Whether a reader's copy finds the data: ``--data-root`` or ``GENZOO_DATA_ROOT=`` on the line itself."""
+        env, words = self.words("DIR")
+        return "--data-root" in words or "GENZOO_DATA_ROOT" in env
+
+    def creates(self) -> list[str]:
+        """The paths it makes that a second writer would be refused (a run's --out, an export's DEST, a staged push,
+        a new plugin's folder), without a trailing slash; a --resume continues its --out instead."""
+        words = shlex.split(self.text)
+        while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+            words.pop(0)
+        if words[:1] != ["genzoo"] or len(words) < 2:
+            return []
+        verb, rest = words[1], words[2:]
+        positional = [w for i, w in enumerate(rest) if not w.startswith("-") and (i == 0 or not rest[i - 1].startswith("-"))]
+        made = []
+        if verb == "fit" and "--out" in rest[:-1] and "--resume" not in rest:
+            made.append(rest[rest.index("--out") + 1])
+        if verb == "push" and "--dry-run" in rest:
+            after = rest[rest.index("--dry-run") + 1:]
+            made.append(after[0] if after and not after[0].startswith("-") else "staged")
+        if verb == "export" and len(positional) >= 2:
+            made.append(positional[1])
+        if verb == "new-plugin" and positional:
+            made.append(positional[1] if len(positional) > 1 else f"genzoo-{positional[0]}")
+        return [path.rstrip("/") for path in made]
+
     def placeholders(self) -> list[str]:
         """Words a reader would have to replace (ORG/NAME, MODEL, RUN, ...) other than the data root."""
         words = shlex.split(self.text)

@@ -22,6 +22,7 @@ from conftest import data_root
 from doc_commands import Command, commands, every_command
 
 from genzoo.cli import cli
+from genzoo.datasets import DATA_ROOT_ENV
 
 ALL = every_command()
 BY_PAGE = {page: [c for c in ALL if c.page == page] for page in dict.fromkeys(c.page for c in ALL)}
@@ -37,14 +38,17 @@ def cheap_prefix(page_commands: list[Command]) -> list[Command]:
 
 
 def run(command: Command, folder, root: str) -> None:
-    """Run one command in ``folder`` (the current directory) as a reader would, with the data root found."""
+    """Run one command in ``folder`` (the current directory) as a reader's copy would run: the data root only where
+    the line states it (``--data-root DIR``, ``npz:DIR/...``, ``GENZOO_DATA_ROOT=``), never from the suite's own
+    environment, so a line that leaves it out fails here as it fails for a reader."""
     env, argv = command.words(root)
     if argv[0] in ("python", "python3"):
+        outer = {key: value for key, value in os.environ.items() if key != DATA_ROOT_ENV}
         done = subprocess.run([sys.executable, *argv[1:]], cwd=folder, capture_output=True, text=True,
-                              env={**os.environ, **env}, timeout=300)
+                              env={**outer, **env}, timeout=300)
         assert done.returncode == 0, (command.where, command.text, done.stderr[-2000:])
         return
-    result = CliRunner().invoke(cli, argv[1:], env={"GENZOO_DATA_ROOT": root, **env})
+    result = CliRunner().invoke(cli, argv[1:], env={DATA_ROOT_ENV: None, **env})
     assert result.exit_code == 0, f"{command.where}: {shlex.join(argv)}\n{result.output[-3000:]}"
 
 
@@ -56,6 +60,8 @@ class PageRun:
 
     def up_to(self, page_commands: list[Command], last: int, root: str) -> None:
         """Run the commands before and at ``last`` that have not run yet (a later one reads what they wrote)."""
+        if self.done == 0:
+            assert not any(self.folder.iterdir()), "a page's commands start in a fresh, empty folder"
         while self.done <= last:
             command = page_commands[self.done]
             self.done += 1
@@ -121,6 +127,33 @@ def test_the_notes_are_read_as_a_reader_reads_them(tmp_path):
     assert score.words("/data")[1] == ["genzoo", "eval", "ign", "-n", "50", "--data-root", "/data"]
     assert push.skip == "it needs the Hub" and long.skip == "a training of hours"
     assert reduced.words("/data")[1] == ["genzoo", "fit", "ign", "--steps", "2", "--out", "runs/a"]
+
+
+def test_a_command_that_needs_data_states_where_it_is():
+    """A reader's folder has no ./data and no GENZOO_DATA_ROOT: the line itself must say --data-root DIR."""
+    from genzoo.plugins import get_host
+
+    def trains_without_data(command: Command) -> bool:
+        words = shlex.split(command.text)
+        method = words[words.index("fit") + 1] if "fit" in words[:-1] else ""
+        return get_host().has_method(method) and not get_host().method(method).needs_data
+
+    silent = [f"{c.where}: {c.text}" for c in ALL if not c.skip and c.needs_data() and not c.states_data_root()
+              and not trains_without_data(c)]
+    assert not silent, "add --data-root DIR (the reader's data folder) to:\n" + "\n".join(silent)
+
+
+def test_no_two_commands_the_suite_runs_write_the_same_run_export_or_staging_folder():
+    """A reader who copies the examples of several pages into one folder meets no "already holds a run" or "is not
+    an empty folder" from an example of another page."""
+    writers: dict[str, list[str]] = {}
+    for command in ALL:
+        if not command.skip:
+            for path in command.creates():
+                writers.setdefault(path, []).append(command.where)
+    assert not {path: where for path, where in writers.items() if len(where) > 1}
+    readme = {path for c in BY_PAGE["README.md"] for path in c.creates()}
+    assert "runs/ign" in readme and "genzoo-vae" in readme  # what is read: fit's --out, new-plugin's folder
 
 
 CHEAP = [(page, i) for page, found in BY_PAGE.items() for i in range(len(cheap_prefix(found)))]

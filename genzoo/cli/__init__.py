@@ -37,7 +37,7 @@ def cli() -> None:
     \b
     genzoo sample ign -n 64 -o samples.png      # images from a pretrained model
     genzoo list                                  # the catalogue of pretrained models
-    genzoo fit ign --dataset mnist --data-root DIR --steps 20000 --out runs/ign
+    genzoo fit ign --dataset mnist --data-root DIR --steps 20000 --out runs/my-ign
                                                  # train a method on the data under DIR
                                                  # (the test suite runs it with --steps 2)
     """
