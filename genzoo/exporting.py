@@ -58,7 +58,7 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
     try:
         with writing(dest):
             return save_pretrained(model, dest, storage_dtype=None if storage_dtype == "float32" else storage_dtype,
-                                   provenance=provenance)
+                                   provenance=provenance, training_networks=False)
     except GenzooError:
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)

@@ -48,6 +48,8 @@ class Method(nn.Module):
       refine_options        the same for refine (CLI ``--opt`` of refine, ``--refine-opt`` of sample and eval)
 
       ema_modules           submodules whose weights the EMA averages (None: all; e.g. ("generator",))
+      sampling_modules      submodules sampling needs (None: all); export and push leave the others out (a
+                            GAN's discriminator), and loading a model without them still works
       init_from             other methods whose models ``fit --init`` may start from (same network)
       unoptimized           prefixes of trainable parameter names that no optimiser updates on purpose
       update_period         steps within which ``update`` steps every optimiser at least once (e.g. 5 for a
@@ -79,6 +81,7 @@ class Method(nn.Module):
     sample_options: ClassVar[dict[str, type]] = {}
     refine_options: ClassVar[dict[str, type]] = {}
     ema_modules: ClassVar[tuple[str, ...] | None] = None
+    sampling_modules: ClassVar[tuple[str, ...] | None] = None
     init_from: ClassVar[tuple[str, ...]] = ()
     unoptimized: ClassVar[tuple[str, ...]] = ()
     update_period: ClassVar[int] = 1
@@ -119,6 +122,13 @@ class Method(nn.Module):
             _check_options_declaration(cls, attr, hook)
         if cls.default_model is not None and not isinstance(cls.default_model, str):
             raise GenzooError(f"method {cls.name!r}: default_model must be a model name or None")
+
+    @classmethod
+    def training_only(cls, keys: Any) -> set[str]:
+        """The state-dict keys among ``keys`` under submodules that sampling does not need (``sampling_modules``)."""
+        if cls.sampling_modules is None:
+            return set()
+        return {key for key in keys if "." in key and key.split(".")[0] not in cls.sampling_modules}
 
     @classmethod
     def owns_update(cls) -> bool:

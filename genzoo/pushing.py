@@ -110,7 +110,7 @@ def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provena
     if isinstance(model, torch.nn.Module):
         check_finite(model.state_dict(), f"model {getattr(model, 'name', type(model).__name__)}",
                      parameters={name for name, _ in model.named_parameters()})
-        source = save_pretrained(model, tmp / "model", provenance=provenance)
+        source = save_pretrained(model, tmp / "model", provenance=provenance, training_networks=False)
         loaded = model
     else:
         source, hashes, _ = resolve(model)

@@ -69,8 +69,12 @@ def save_pretrained(
     *,
     storage_dtype: str | None = None,
     provenance: dict[str, Any] | None = None,
+    training_networks: bool = True,
 ) -> Path:
     """Write ``method`` as a model directory (config.json + model.safetensors), atomically.
+
+    ``training_networks=False`` leaves out the submodules sampling does not need (those outside the
+    method's ``sampling_modules``, e.g. a GAN's discriminator), as export and push do.
 
     ``storage_dtype`` ("float16" or "bfloat16") stores floating-point tensors at lower precision;
     the loader upcasts them to the dtype the method declares. The same model gives the same bytes
@@ -82,7 +86,11 @@ def save_pretrained(
     if storage_dtype is not None and storage_dtype not in _DTYPES:
         raise GenzooError(f"storage_dtype must be one of {sorted(_DTYPES)}, got {storage_dtype!r}")
     state = {}
-    for key, tensor in method.state_dict().items():
+    tensors = method.state_dict()
+    left_out = set() if training_networks else type(method).training_only(tensors)
+    for key, tensor in tensors.items():
+        if key in left_out:
+            continue
         tensor = tensor.detach().cpu()
         if storage_dtype is not None and tensor.is_floating_point():
             tensor = tensor.to(_DTYPES[storage_dtype])
@@ -269,16 +277,26 @@ def load_model_dir(directory: str | os.PathLike, *, expected_hashes: dict[str, s
         raise WeightsError(f"{config_path}: unknown storage_dtype {storage!r}; expected one of {sorted(_DTYPES)}")
     expected = expected_state(cls, config)
     check_model_fits(expected, config, str(config_path))
-    check_tensors(weights_path, expected, storage)  # before a single parameter is allocated
+    absent = absent_training_networks(cls, weights_path, expected)
+    check_tensors(weights_path, {k: v for k, v in expected.items() if k not in absent}, storage)  # before allocating
     with torch.random.fork_rng(devices=[]):  # the random init is overwritten: loading leaves the global RNG alone
         model = cls(config)
-    tensors = read_checked(weights_path, model.state_dict(), storage,
-                           parameters={name for name, _ in model.named_parameters()})
-    model.load_state_dict(tensors, strict=True)
+    tensors = read_checked(weights_path, {k: v for k, v in model.state_dict().items() if k not in absent}, storage,
+                           parameters={name for name, _ in model.named_parameters()} - absent)
+    missing = model.load_state_dict(tensors, strict=not absent).missing_keys
+    if set(missing) != absent:
+        raise WeightsError(f"{weights_path} lacks {sorted(set(missing) - absent)[:3]}; export it again")
     model.eval()
     if device is not None:
         model.to(device)
     return model
+
+
+def absent_training_networks(cls: type, path: Path, expected: dict[str, torch.Tensor]) -> set[str]:
+    """The keys of the networks sampling does not need, when the file leaves all of them out (an exported
+    GAN without its discriminator); empty otherwise, so a file missing part of a network is refused."""
+    only = cls.training_only(expected) if hasattr(cls, "training_only") else set()
+    return only if only and not only & set(read_header(path)) else set()
 
 
 def expected_state(cls: type, config: Any) -> dict[str, torch.Tensor]:

@@ -343,3 +343,27 @@ def test_a_damaged_file_of_the_second_process_is_named_and_resume_falls_back(tmp
     assert "checkpoint step-00000004: rng-rank1.safetensors has 40 bytes" in resumed.stderr
     a, b = (load_file(str(tmp_path / run / "model.safetensors")) for run in ("straight", "run"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_export_leaves_the_training_only_network_out_and_the_model_still_loads(tmp_path):
+    from genzoo.testing import registered
+    from genzoo.weights import WeightsError, load_model_dir, save_pretrained
+
+    model = TinyGAN()
+    with registered(TinyGAN):
+        full = save_pretrained(model, tmp_path / "full")
+        exported = genzoo.export(full, tmp_path / "exported")
+        kept = load_file(str(exported / "model.safetensors"))
+        assert kept and all(key.startswith("generator.") for key in kept)
+        assert set(load_file(str(full / "model.safetensors"))) - set(kept) == {
+            key for key in model.state_dict() if key.startswith("discriminator.")}
+        loaded = load_model_dir(exported)
+        assert torch.equal(loaded.sample(3, seed=1), model.sample(3, seed=1))
+        assert torch.equal(load_model_dir(full).discriminator[0].weight, model.discriminator[0].weight)
+        broken = dict(kept)
+        broken.pop("generator.0.weight")
+        from genzoo.tensorfile import write_tensors
+
+        write_tensors(broken, exported / "model.safetensors")
+        with pytest.raises(WeightsError, match="generator.0.weight"):
+            load_model_dir(exported)

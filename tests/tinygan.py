@@ -33,6 +33,7 @@ class TinyGAN(genzoo.Method):
     Config = TinyGANConfig
     capabilities = frozenset({"fit", "sample"})
     ema_modules = ("generator",)
+    sampling_modules = ("generator",)  # export and push leave the discriminator out
 
     def __init__(self, config=None):
         super().__init__(config)

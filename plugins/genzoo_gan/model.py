@@ -62,6 +62,7 @@ class GAN(genzoo.Method):
     default_model = "gan-mnist"
     paper = PAPER
     ema_modules = ("generator",)
+    sampling_modules = ("generator",)  # export and push leave the discriminator out
 
     def __init__(self, config=None):
         super().__init__(config)
