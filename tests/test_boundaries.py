@@ -151,7 +151,7 @@ def test_config_fields_are_range_checked_before_anything_is_built(tmp_path, fiel
 def test_an_enormous_network_in_config_json_is_refused_without_allocating_it(tmp_path):
     directory = _edited_ign(tmp_path, "huge", width=1_000_000)  # about 10^13 parameters if it were built
     start = time.perf_counter()
-    with pytest.raises(genzoo.WeightsError, match="has shape .* the config needs"):
+    with pytest.raises(genzoo.WeightsError, match="has shape .* the config needs|describes a model of .* GiB of weights, more than this machine"):
         genzoo.load(directory)
     assert time.perf_counter() - start < 5  # checked on the meta device, from the file's header
 
