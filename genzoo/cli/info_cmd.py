@@ -121,8 +121,8 @@ def _model_lines(entry: ModelEntry, info: dict[str, Any], full: bool) -> list[st
     sections["tail"] = (wrap(f"paper: {paper}") if paper else []) + wrap(
         f"`genzoo info {entry.name} --full` adds reference rows, config, provenance and BibTeX.")
     more = f"`genzoo info {entry.name} --full` lists them"
-    stand_ins = {"reproduce": [f"reproduce: {len(entry.command)} commands; {more}"],
-                 "quality": [f"quality: {len(entry.metrics)} measurements; {more}"]}
+    stand_ins = {"reproduce": wrap(f"reproduce: {len(entry.command)} commands; {more}"),
+                 "quality": wrap(f"quality: {len(entry.metrics)} measurements; {more}")}
     for part, stand_in in stand_ins.items():
         if sum(map(len, sections.values())) <= MAX_LINES:
             break
