@@ -229,3 +229,24 @@ def test_registry_reference_rows_match_the_measurements_they_come_from():
 def test_registry_yaml_is_plain_yaml_with_models_and_references():
     data = yaml.safe_load(registry_path().read_text())
     assert set(data) == {"format_version", "references", "models"}
+
+
+def test_each_recipe_ends_by_exporting_the_model_under_its_own_name():
+    for entry in load_registry_file():
+        exports = [c.split() for c in entry.command if c.split()[:2] == ["genzoo", "export"]]
+        if exports and exports[-1][3].startswith("models/"):
+            assert exports[-1][3] == f"models/{entry.name}", (entry.name, " ".join(exports[-1]))
+
+
+def test_figures_of_one_sampler_at_two_n_say_their_n_and_the_catalogue_matches_its_results_files():
+    import json
+    from pathlib import Path
+
+    entries = {e.name: e for e in load_registry_file()}
+    text = " ".join(entries["robust-consistency-mnist"].limitations.split())
+    assert "274.8 (280.8 on the 10,000" in text and "5,000 samples" in text
+    recorded = json.loads((Path(__file__).parent.parent / "benchmarks/results/gan_mnist.json").read_text())
+    recall = next(m.value for m in entries["gan-mnist"].metrics if m.metric == "recall")
+    assert recall == round(recorded["metrics"]["recall"], 3)
+    robust = entries["robust-mnist"]
+    assert "retrain it" in robust.limitations and "refines any generator's digits, ign-mnist's best" in robust.summary
