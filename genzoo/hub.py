@@ -375,11 +375,15 @@ def _not_cached(repo_id: str, revision: str | None, where: str, entry: ModelEntr
     cache = _constants().HF_HUB_CACHE
     pull_arg = entry.name if entry is not None else f"{repo_id}" + (f"@{revision}" if revision else "")
     if offline():
-        text = (f"{where} is not in the local Hugging Face cache ({cache}) and HF_HUB_OFFLINE is set: run "
-                f"`genzoo pull {pull_arg}` while online, then load it offline")
+        text = (f"{where} is not in the local Hugging Face cache ({cache}) and HF_HUB_OFFLINE is set: unset it "
+                f"and run `genzoo pull {pull_arg}` while online, then load it offline")
     else:
-        text = (f"could not reach the Hub at {endpoint()}, and {where} is not in the local cache "
-                f"({cache}): check your connection or HF_ENDPOINT, or run `genzoo pull {pull_arg}` when online")
+        proxies = [name for name in _PROXY_VARIABLES if os.environ.get(name)]
+        proxy = f"the proxy that {proxies[0]} names" if proxies else "whether a proxy is needed (HTTPS_PROXY)"
+        endpoint_said = ("as HF_ENDPOINT sets it" if os.environ.get("HF_ENDPOINT")
+                         else "the default; HF_ENDPOINT names another")
+        text = (f"could not reach the Hub at {endpoint()} ({endpoint_said}), and {where} is not in the local cache "
+                f"({cache}): check the network, that address and {proxy}, then run the command again")
     if entry is not None and entry.bundled:
         text += (f"; model {entry.name!r} also has a bundled copy ({entry.bundled}), which is missing or damaged "
                  f"here: reinstall the plugin that provides {entry.method!r}")

@@ -44,7 +44,9 @@ def resolve_entry(entry: ModelEntry) -> tuple[Path, dict[str, str] | None, str]:
     bundled_problem = None
     if bundled is not None:
         try:
-            verify_hashes(bundled, entry.files, f"bundled model {entry.name}")
+            verify_hashes(bundled, entry.files, f"bundled model {entry.name}",
+                          remedy="reinstall genzoo" if entry.source == "registry.yaml" else
+                          f"reinstall the plugin that provides {entry.method!r} ({entry.source})")
             return bundled, None, f"{entry.name} (bundled)"
         except WeightsError as exc:
             bundled_problem = str(exc)

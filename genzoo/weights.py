@@ -46,17 +46,22 @@ def file_hashes(directory: str | os.PathLike) -> dict[str, str]:
     return {name: sha256_file(directory / name) for name in (CONFIG_FILE, WEIGHTS_FILE)}
 
 
-def verify_hashes(directory: Path, expected: dict[str, str], what: str) -> None:
-    """Raise WeightsError naming the first file whose sha256 differs from ``expected``."""
+def verify_hashes(directory: Path, expected: dict[str, str], what: str,
+                  remedy: str = "reinstall genzoo or delete it to download it again") -> None:
+    """Raise WeightsError naming the first file whose sha256 differs from ``expected`` (``remedy``: what to do then),
+    or whose expected value is no sha256 at all (a placeholder not yet replaced by the printed one)."""
     for name, want in expected.items():
         path = directory / name
+        if not re.fullmatch(r"[0-9a-f]{64}", str(want).lower()):
+            raise WeightsError(f"{what}: its entry gives {want!r} as the sha256 of {name}, which is no sha256: paste "
+                               f"the one `genzoo export` printed for {name} into the entry, then reinstall its package")
         if not path.is_file():
             raise WeightsError(f"{what}: {path} is missing")
         got = sha256_file(path)
-        if got != want:
+        if got != want.lower():
             raise WeightsError(
                 f"{what}: sha256 of {path} is {got[:16]}..., the registry expects {want[:16]}...; "
-                f"the file is corrupt or was changed: reinstall genzoo or delete it to download it again"
+                f"the file is corrupt or was changed: {remedy}"
             )
 
 

@@ -273,3 +273,51 @@ def test_the_cli_s_listings_fit_the_terminal(runner, verb):
     for columns in (60, 80):
         result = runner.invoke(cli, verb, env={"COLUMNS": str(columns)})
         assert result.exit_code == 0 and max(map(len, result.output.splitlines())) <= columns, result.output
+
+
+def _add_model(name: str, **fields):
+    from genzoo.registry import ModelEntry
+
+    entry = ModelEntry.from_dict(name, {"method": "toy", **fields}, source="plugin 'toy'")
+    genzoo.get_host().all_models()[name] = entry
+    return entry
+
+
+def test_a_plugin_s_model_whose_sha256_is_not_pasted_yet_says_so_not_reinstall_genzoo(runner, toy_model_dir,
+                                                                                    monkeypatch):
+    from genzoo.registry import ModelEntry
+    from genzoo.weights import file_hashes
+
+    monkeypatch.setattr(ModelEntry, "bundled_dir", lambda self: toy_model_dir)
+    _add_model("toy-placeholder", bundled="toyzoo:weights/toy", files={"config.json": "CONFIG_SHA256",
+                                                                      "model.safetensors": "WEIGHTS_SHA256"})
+    result = runner.invoke(cli, ["sample", "toy-placeholder", "-o", "never.png"])
+    assert result.exit_code == 1 and "reinstall genzoo" not in result.output
+    assert ("its entry gives 'CONFIG_SHA256' as the sha256 of config.json, which is no sha256: paste the one "
+            "`genzoo export` printed for config.json into the entry") in result.output
+    wrong = {**file_hashes(toy_model_dir), "model.safetensors": "0" * 64}
+    _add_model("toy-changed", bundled="toyzoo:weights/toy", files=wrong)
+    changed = runner.invoke(cli, ["sample", "toy-changed", "-o", "never.png"])
+    assert "reinstall the plugin that provides 'toy' (plugin 'toy')" in changed.output
+    assert "reinstall genzoo" not in changed.output
+
+
+def test_pull_with_the_hub_unreachable_says_what_to_check_not_to_pull(runner, monkeypatch):
+    from huggingface_hub import constants
+
+    dead = "http://127.0.0.1:9"  # nothing listens there
+    monkeypatch.setattr(constants, "ENDPOINT", dead)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", dead)
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    result = runner.invoke(cli, ["pull", "nobody/nothing"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert f"could not reach the Hub at {dead} (as HF_ENDPOINT sets it)" in result.output
+    assert "check the network, that address and whether a proxy is needed (HTTPS_PROXY)" in result.output
+    assert "genzoo pull" not in result.output
+    from genzoo.hub import _not_cached
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example:3128")  # named, its value (a password) not
+    behind = _not_cached("nobody/nothing", None, "hf://nobody/nothing", None)
+    assert "the proxy that HTTPS_PROXY names" in behind and "secret" not in behind
