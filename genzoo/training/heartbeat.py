@@ -35,6 +35,7 @@ class Heartbeat:
         self.step, self.stepped_at = 0, time.time()
         self.started = time.time()
         self._stop = threading.Event()
+        self._writing = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def start(self, step: int) -> None:
@@ -46,8 +47,13 @@ class Heartbeat:
         self._thread.start()
 
     def finished(self, step: int) -> None:
-        """Called after each step: ``step`` steps are done."""
+        """Called after each step: ``step`` steps are done (said at once, so a name names the right step)."""
         self.step, self.stepped_at = step, time.time()
+        if self._thread is not None:
+            try:
+                self._beat()
+            except OSError:
+                pass  # the thread tries again
 
     def stop(self) -> None:
         self._stop.set()
@@ -71,8 +77,9 @@ class Heartbeat:
                     "stepped": self.stepped_at}
         path = self.folder / f"rank-{self.rank}.json"
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(document))
-        os.replace(tmp, path)
+        with self._writing:
+            tmp.write_text(json.dumps(document))
+            os.replace(tmp, path)
 
     def stuck(self) -> str | None:
         """One sentence naming a process that stopped answering or is stuck in a step, else None."""
