@@ -141,12 +141,12 @@ class TrainStep:
         scalars = {}
         for key, value in logged.items():
             if isinstance(value, dict):  # what step.accumulate returned for a loss function with extra scalars
-                scalars.update(self.finish_scalars(value, prefix=f"{key}."))
+                scalars.update(self._scalars(value, prefix=f"{key}."))
                 continue
-            scalars.update(self.finish_scalars({key: value}))
+            scalars.update(self._scalars({key: value}))
         return scalars
 
-    def finish_scalars(self, values: dict[str, Any], prefix: str = "") -> dict[str, torch.Tensor]:
+    def _scalars(self, values: dict[str, Any], prefix: str = "") -> dict[str, torch.Tensor]:
         scalars = {}
         for key, value in values.items():
             if isinstance(value, (int, float)):
