@@ -135,3 +135,13 @@ def test_the_plugin_tutorial_works_as_written(tmp_path, monkeypatch):
         assert show.exit_code == 0 and "mean intensity" in show.output
     finally:
         reset_host()
+
+
+def test_the_long_commands_state_their_time_with_the_cpu_named_and_how_they_report_progress():
+    for page in (ROOT / "README.md", DOCS / "cli.md"):
+        text = " ".join(page.read_text().split())
+        for figure in ("(`genzoo eval ign -n 10000`) took 169 s", "about 6 minutes"):
+            assert figure in text, (page.name, figure)
+            around = text[text.index(figure) - 300:text.index(figure) + 300]
+            assert "AMD EPYC" in around or "CPU cores" in around, (page.name, figure)
+        assert "scaled from" in text and "a line at most every 30 s and every 10%" in text

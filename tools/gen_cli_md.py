@@ -23,6 +23,14 @@ Model names: a registry name or alias (`genzoo list`), a method name (its defaul
 model directory (a `genzoo fit --out` folder is one), or `hf://ORG/NAME[@REVISION]`. Names are
 found in any case, and a misspelt one gets the closest known name.
 
+Long work reports progress on stderr, so stdout stays the result: a bar on a terminal, and in a pipe
+or a log a line at most every 30 s and every 10% of a stage (`--no-progress` silences both). Scoring
+10,000 MNIST samples (`genzoo eval ign -n 10000`) took 169 s on 2 AMD EPYC cores (AVX2) while a
+training shared them; with `--refine robust-mnist` about 6 minutes (scaled from robust-mnist's 48
+refined images/s on 2 CPU cores). Tables and `genzoo info` fit the terminal's width (`COLUMNS`; 80
+when it is unknown). A mistake in the options is one `Error:` line too, naming the `--help` to read;
+Ctrl-C says what stopped and what was kept (exit status 130).
+
 ## When a run breaks
 
 `genzoo fit` keeps a run's files either whole and verified or refuses them by name. Each refusal is
