@@ -35,6 +35,8 @@ def main() -> None:
     p.add_argument("--row", action="append", required=True, metavar="LABEL=OPTIONS",
                    help="a label, '=', then sample options KEY=VALUE,KEY=VALUE (repeatable)")
     p.add_argument("--metrics", default="fid,kid,precision,recall,accuracy,swd")
+    p.add_argument("--precision", default="fp32", help="sampling precision: fp32 (the catalogue's) or bf16 (faster "
+                   "where native; every row alike, so rows stay comparable with one another)")
     p.add_argument("--no-references", action="store_true", help="skip the same-n reference rows")
     args = p.parse_args()
 
@@ -44,7 +46,8 @@ def main() -> None:
         label, _, text = spec.partition("=")
         options = options_of(text)
         report = genzoo.evaluate(model, n=args.n, seed=args.seed, ref=args.ref, metrics=args.metrics,
-                                 sample_options=options, data_root=args.data_root, progress=False)
+                                 sample_options=options, data_root=args.data_root, progress=False,
+                                 precision=args.precision)
         steps = int(options.get("steps", model.config.sample_steps))
         guidance = float(options.get("guidance", model.config.guidance))
         row = {"label": label, "options": options, "network_calls": model.network_calls(steps, guidance),
@@ -53,7 +56,7 @@ def main() -> None:
                          | {k: report["metrics"].get(k) for k in ("fid", "precision", "recall", "swd")}), flush=True)
         rows.append(row)
     references = {} if args.no_references else rows_at(args.n, args.data_root, args.metrics, args.ref)
-    write_json(args.json, {"model": args.model, "n": args.n, "seed": args.seed, "ref": args.ref,
+    write_json(args.json, {"model": args.model, "n": args.n, "seed": args.seed, "ref": args.ref, "precision": args.precision,
                            "hardware": machine(), "rows": rows, "reference_rows": references})
 
 

@@ -414,6 +414,17 @@ def edm_steps() -> str:
     return caption + table(["Heun steps", "network calls", *SAMPLER_HEADER, "s / 1,000 images"], rows)
 
 
+def edm_sampler() -> str:
+    data = result("edm_sampler.json")
+    rows = [[r["label"], str(r["network_calls"]), *sampler_cells(r["metrics"]),
+             fixed(1000 * r["generate_seconds"] / data["n"], 0)] for r in data["rows"]]
+    rows += [[*row, ""] for row in same_n_reference_rows(data, 1)]
+    caption = (f"{data['n']:,} samples (seed {data['seed']}) of `{data['model']}` against {data['ref']}, "
+               f"features-mnist (SWD on pixels), sampled in {data['precision']}; seconds to generate 1,000 images "
+               f"on {data['hardware']}.\n\n")
+    return caption + table(["sampler", "network calls", *SAMPLER_HEADER, "s / 1,000 images"], rows)
+
+
 def gan_vs_ign() -> str:
     comparisons = [result(name) for name in ("gan_vs_ign.json", "gan_vs_ign_3000.json")]
     rows = [[f"{run['steps']:,}", f"`{method}` ({run['source']})", *sampler_cells(run["metrics"])]
@@ -468,7 +479,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "ign-cifar10": ign_cifar10, "ign-celeba64": ign_celeba64, "ign-passes": ign_passes, "ign-models": ign_models,
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
-    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-steps": edm_steps, "gan-vs-ign": gan_vs_ign,
+    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-steps": edm_steps, "edm-sampler": edm_sampler,
+    "gan-vs-ign": gan_vs_ign,
 }
 
 

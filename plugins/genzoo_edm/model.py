@@ -8,7 +8,6 @@ same data (Karras et al., NeurIPS 2024); refine = noise an image to a level and 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -32,6 +31,10 @@ MAX_STEPS = 1000
 
 @dataclass
 class EDMConfig(DenoiserConfig):  # the U-Net, noise levels, refine_sigma and optimiser fields: DenoiserConfig's
+    # edm-mnist's recipe, chosen by short measured comparisons (docs/methods/edm.md)
+    width: Annotated[int, Positive] = 64
+    dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0
+    lr: Annotated[float, Positive] = 1e-3
     sample_steps: Annotated[int, Range(1, MAX_STEPS)] = 18  # Heun steps of a sample: 2 x steps - 1 network calls
     s_churn: Annotated[float, NonNegative] = 0.0  # sampler noise (EDM Algorithm 2): 0 is the deterministic Heun sampler
     s_tmin: Annotated[float, NonNegative] = 0.05  # churn only at levels in [s_tmin, s_tmax]
