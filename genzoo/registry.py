@@ -130,6 +130,7 @@ class ModelEntry(Entry):
     metrics: list[Metric] = field(default_factory=list)
     evaluation: str = ""  # how the metrics were measured
     provenance: dict[str, Any] = field(default_factory=dict)
+    images_seen: int | None = None  # training images behind the weights: steps x batch, --init's runs included
     source: str = "registry.yaml"
 
     @classmethod
@@ -152,6 +153,10 @@ class ModelEntry(Entry):
         command = data.get("command") or []
         data["command"] = [command] if isinstance(command, str) else [str(c) for c in command]
         data["metrics"] = parse_metrics(data.get("metrics"), f"model {name!r} in {source}")
+        seen = data.get("images_seen")
+        if seen is not None and (isinstance(seen, bool) or not isinstance(seen, int) or seen < 0):
+            raise GenzooError(f"model {name!r} in {source}: 'images_seen' must be a whole number of images "
+                              f"(steps x batch), got {seen!r}")
         return cls(name=name, source=source, **data)
 
     def bundled_dir(self) -> Path | None:

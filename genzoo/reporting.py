@@ -291,12 +291,13 @@ def card_evaluation(metrics: list[Metric], evaluation: str) -> str:
 
 
 def models_table(entries: Iterable[ModelEntry]) -> str:
-    """Every model: method, dataset, status, where its weights are, what it is not good at, licence."""
-    lines = ["| model | method | dataset | status | weights | what it is not good at | licence |",
-             "|---|---|---|---|---|---|---|"]
+    """Every model: method, dataset, status, images seen in training, weights, what it is not good at, licence."""
+    lines = ["| model | method | dataset | status | images seen | weights | what it is not good at | licence |",
+             "|---|---|---|---|---|---|---|---|"]
     for e in entries:
         where = f"bundled (`{e.bundled}`)" if e.bundled else (f"`{e.hub_ref()}`" if e.hub else "not published")
-        lines.append(f"| `{e.name}` | {e.method} | {e.dataset} | {e.status} | {where} | "
+        seen = f"{e.images_seen:,}" if e.images_seen is not None else "-"
+        lines.append(f"| `{e.name}` | {e.method} | {e.dataset} | {e.status} | {seen} | {where} | "
                      f"{' '.join(e.limitations.split()) or '-'} | {e.license or '-'} |")
     return "\n".join(lines)
 

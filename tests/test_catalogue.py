@@ -250,3 +250,40 @@ def test_figures_of_one_sampler_at_two_n_say_their_n_and_the_catalogue_matches_i
     assert recall == round(recorded["metrics"]["recall"], 3)
     robust = entries["robust-mnist"]
     assert "retrain it" in robust.limitations and "refines any generator's digits, ign-mnist's best" in robust.summary
+
+
+def _fit_images(entry: ModelEntry, models: dict) -> int | None:
+    """Training images behind a catalogue model, read from its fit commands: steps x batch, --init's model added."""
+    total, batch, steps = 0, 0, 0
+    for command in entry.command:
+        words = command.split()
+        option = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
+        if "export" in words[:3] and "--checkpoint" in option:  # the weights of an earlier step of the last fit
+            total -= (steps - int(option["--checkpoint"])) * batch
+        if words[words.index("genzoo") + 1:words.index("genzoo") + 3] != ["fit", entry.method]:
+            continue  # not a training of this model (a base model a refiner learns against, an export)
+        if "--batch-size" not in option:
+            return None  # a full-batch fit: no batch size to multiply by
+        steps, batch = int(option["--steps"]), int(option["--batch-size"])
+        total += steps * batch
+        init = option.get("--init", "").removeprefix("models/")  # a catalogue model, or one exported from it
+        if init in models:
+            total += models[init].images_seen
+    return total
+
+
+def test_every_generator_says_how_many_images_it_saw_and_the_number_follows_from_its_commands(runner):
+    models = {name: e for name, e in get_host().all_models().items() if e.source == "registry.yaml"}
+    host = get_host()
+    checked = []
+    for name, entry in models.items():
+        if "sample" in host.method(entry.method).capabilities:
+            assert entry.images_seen is not None, name
+        expected = _fit_images(entry, models)
+        if expected is not None and entry.method != "mmb":  # mmb's generator trains on no images
+            assert entry.images_seen == expected, (name, entry.images_seen, expected)
+            checked.append(name)
+    assert {"ign-mnist", "edm-mnist", "consistency-mnist", "gan-mnist"} <= set(checked)
+    assert "images seen in training: 448,000" in info(runner, "edm-mnist")
+    with pytest.raises(GenzooError, match="'images_seen' must be a whole number of images"):
+        ModelEntry.from_dict("x", {"method": "ign", "images_seen": "448,000"}, source="test")

@@ -107,6 +107,8 @@ def _model_lines(entry: ModelEntry, info: dict[str, Any], full: bool) -> list[st
     method = f"method: {entry.method}" + (f" (plugin {info['plugin']}; verbs {verbs})" if verbs else f" ({info['method_summary']})")
     head += wrap(method + (f"; dataset: {entry.dataset}" if entry.dataset else ""))
     head += wrap(f"weights: {_where(entry, info)}")
+    if entry.images_seen is not None:
+        head += wrap(f"images seen in training: {entry.images_seen:,} (training steps x batch size, the runs its weights started from included)")
     if full and entry.aliases:
         head.append(f"aliases: {', '.join(entry.aliases)}")
     sections = {
