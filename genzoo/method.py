@@ -54,6 +54,8 @@ class Method(nn.Module):
       unoptimized           prefixes of trainable parameter names that no optimiser updates on purpose
       update_period         steps within which ``update`` steps every optimiser at least once (e.g. 5 for a
                             critic stepped every step and a generator every 5th); the kit's window covers it
+      fp32_training         why the method must train in fp32 ("" if it need not): ``--precision auto`` then
+                            keeps fp32, and an explicit bf16 or fp16 is warned about with this reason
 
     and implement the hooks for their capabilities:
       sample_batch(noise, labels, **options)             -> images in [0, 1]
@@ -85,6 +87,7 @@ class Method(nn.Module):
     init_from: ClassVar[tuple[str, ...]] = ()
     unoptimized: ClassVar[tuple[str, ...]] = ()
     update_period: ClassVar[int] = 1
+    fp32_training: ClassVar[str] = ""
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
     fit_steps: int | None = None  # the run's total --steps while genzoo fit builds optimisers and schedules
     _steps_shown: bool = False  # whether track() shows a bar: set while sample/refine run with progress

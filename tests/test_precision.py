@@ -4,6 +4,7 @@ device parsing and refusals, and what a run records of both."""
 import json
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -341,3 +342,18 @@ def test_two_processes_train_an_fp16_run_in_fp16_fresh_and_resumed_or_both_refus
     refused = _two_processes(tmp_path / "run", toy_npz, 6, resume=True, allow_fp16=False)
     assert [r[1] for r in refused] == ["error", "error"] and refused[0][2] == refused[1][2], refused
     assert "trains in fp16, which runs on GPUs only" in refused[0][2]
+
+
+def test_a_method_that_must_train_in_fp32_keeps_it_under_auto_and_is_warned_about_bf16(native_cpu):
+    from genzoo.plugins import get_host
+    from genzoo.training.precision import decide
+
+    consistency = get_host().method("consistency")
+    assert consistency.fp32_training  # its loss is a difference of two nearby outputs
+    model = consistency()
+    cpu = torch.device("cpu")
+    choice = decide("auto", None, model, None, cpu)  # never timed: the probe would pick bf16 on speed alone
+    assert choice.precision == "fp32" and "consistency trains in fp32: its loss compares" in choice.describe()
+    with pytest.warns(UserWarning, match="--precision bf16 for consistency, which should train in fp32: its loss"):
+        assert decide("bf16", None, model, SimpleNamespace(local=8), cpu).precision == "bf16"
+    assert not get_host().method("edm").fp32_training

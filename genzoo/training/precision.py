@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import warnings
 from typing import Any, ContextManager
 
 import torch
@@ -45,6 +46,11 @@ def decide(opts_precision: str, saved: dict[str, Any] | None, model: Method, sam
     is asked for; ``auto`` may time the actual step."""
     if saved and opts_precision in ("auto", saved.get("precision")):
         return PrecisionChoice.from_dict(saved)
+    if model.fp32_training and opts_precision == "auto":
+        return PrecisionChoice("fp32", "auto", f"{model.name} trains in fp32: {model.fp32_training}")
+    if model.fp32_training and opts_precision in ("bf16", "fp16"):
+        warnings.warn(f"--precision {opts_precision} for {model.name}, which should train in fp32: "
+                      f"{model.fp32_training}; use --precision fp32 or auto", stacklevel=2)
     config = config_to_dict(model.config)
     key = f"fit:{model.name}:{_digest(config)}:batch{sampler.local}"
     return decide_precision(opts_precision, device, StepProbe(model, sampler, device), key)

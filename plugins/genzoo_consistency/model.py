@@ -88,6 +88,8 @@ class Consistency(LevelDenoiser, genzoo.Method):
     default_model = "consistency-mnist"
     paper = PAPER
     init_from = ("edm",)  # consistency tuning starts from a diffusion model of the same network
+    fp32_training = ("its loss compares the network's outputs at two nearby noise levels, and bf16's rounding "
+                     "changes that difference by more than its size (measured in docs/methods/consistency.md)")
     sample_options = {"steps": Annotated[int, Range(1)]}
     refine_options = {"sigma": Annotated[float, Positive]}
 
