@@ -1,7 +1,7 @@
 """Every checkpoint a consistency run kept (its EMA weights), scored with one step and with two, to choose one.
 
     python benchmarks/consistency_checkpoints.py RUN --data-root DATA [-n 2000] [--seed 1] \
-        [--mid-sigma 0.821] [--every 500] --json benchmarks/results/consistency_ect_checkpoints.json
+        [--mid-sigma 0.821] [--every 500] [--from-step 3500] --json benchmarks/results/consistency_ect_checkpoints.json
 
 Scores with a noise seed (default 1) other than the one the catalogue's figures use (0), so the
 checkpoint is not chosen on the samples it is then scored on. FID, recall and class entropy in
@@ -26,11 +26,12 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--mid-sigma", type=float, default=None, help="the two-step sampler's level (default: the run's)")
     p.add_argument("--every", type=int, default=1, help="score only the checkpoints whose step is a multiple of this")
+    p.add_argument("--from-step", type=int, default=0, help="score only the checkpoints from this step on")
     args = p.parse_args()
     rows = []
     for checkpoint in sorted((args.run / "checkpoints").glob("step-*")):
         step = int(checkpoint.name.split("-")[1])
-        if step % args.every:
+        if step % args.every or step < args.from_step:
             continue
         model, _ = model_from_checkpoint(args.run, step)
         if args.mid_sigma is not None:

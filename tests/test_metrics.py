@@ -239,8 +239,8 @@ def test_eval_of_a_model_s_other_sampler_or_apply_is_noted_against_the_catalogue
         return {(f["metric"], f["value"]) for f in _catalogue_figures(name, o) if _same_samples(f["of"], o)}
 
     two_steps = noted("consistency-mnist", sample_options={"steps": 2})
-    assert ("fid", 110.3) in two_steps and ("fid", 189.7) not in two_steps
-    assert ("fid", 189.7) in noted("consistency-mnist") and ("fid", 110.3) not in noted("consistency-mnist")
+    assert ("fid", 98.1) in two_steps and ("fid", 170.4) not in two_steps
+    assert ("fid", 170.4) in noted("consistency-mnist") and ("fid", 98.1) not in noted("consistency-mnist")
     assert noted("consistency-mnist", sample_options={"steps": 3}) == set()  # the catalogue has no 3-step figure
     assert ("fid", 48.4) in noted("ign-mnist", apply=2) and ("fid", 48.7) not in noted("ign-mnist", apply=2)
     assert ("fid", 51.5) in noted("ign-mnist", apply=3)

@@ -384,7 +384,7 @@ def generators_and_refiners() -> str:
         m = reference("mnist", name)
         rows.append([f"reference: {label}", f"{fid(m)} ({m['recall']:.2f} / {m['swd']:.1f})", "", ""])
     return table(["generator", "no refiner", "`robust-mnist` (trained against ign-mnist)",
-                  "`robust-consistency-mnist` (trained against an earlier consistency-mnist, one step)"], rows)
+                  "`robust-consistency-mnist` (trained against consistency-mnist, one step)"], rows)
 
 
 # -- EDM and GAN ------------------------------------------------------------------------------------
