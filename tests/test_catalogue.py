@@ -253,22 +253,33 @@ def test_figures_of_one_sampler_at_two_n_say_their_n_and_the_catalogue_matches_i
 
 
 def _fit_images(entry: ModelEntry, models: dict) -> int | None:
-    """Training images behind a catalogue model, read from its fit commands: steps x batch, --init's model added."""
+    """Training images behind a catalogue model, read from its fit commands: steps x batch, --init's model added
+    (a catalogue model, or a directory that an earlier command of the list trained or exported)."""
     total, batch, steps = 0, 0, 0
+    made: dict[str, int] = {}  # a directory of another method's run or export -> the images behind it
     for command in entry.command:
         words = command.split()
         option = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
-        if "export" in words[:3] and "--checkpoint" in option:  # the weights of an earlier step of the last fit
-            total -= (steps - int(option["--checkpoint"])) * batch
-        if words[words.index("genzoo") + 1:words.index("genzoo") + 3] != ["fit", entry.method]:
-            continue  # not a training of this model (a base model a refiner learns against, an export)
-        if "--batch-size" not in option:
-            return None  # a full-batch fit: no batch size to multiply by
+        verb = words[words.index("genzoo") + 1:words.index("genzoo") + 3]
+        if verb[0] == "export":
+            source, target = words[words.index("export") + 1:words.index("export") + 3]
+            if source in made:
+                made[target] = made[source]
+            elif "--checkpoint" in option:  # the weights of an earlier step of the last fit
+                total -= (steps - int(option["--checkpoint"])) * batch
+            continue
+        if verb[0] != "fit" or "--batch-size" not in option:
+            if verb == ["fit", entry.method]:
+                return None  # a full-batch fit: no batch size to multiply by
+            continue
+        init = option.get("--init", "")
+        behind = made.get(init, models[init.removeprefix("models/")].images_seen
+                          if init.removeprefix("models/") in models else 0)
+        if verb != ["fit", entry.method]:  # another model trained on the way (a teacher, a base)
+            made[option["--out"]] = int(option["--steps"]) * int(option["--batch-size"]) + behind
+            continue
         steps, batch = int(option["--steps"]), int(option["--batch-size"])
-        total += steps * batch
-        init = option.get("--init", "").removeprefix("models/")  # a catalogue model, or one exported from it
-        if init in models:
-            total += models[init].images_seen
+        total += steps * batch + behind
     return total
 
 
@@ -284,6 +295,6 @@ def test_every_generator_says_how_many_images_it_saw_and_the_number_follows_from
             assert entry.images_seen == expected, (name, entry.images_seen, expected)
             checked.append(name)
     assert {"ign-mnist", "edm-mnist", "consistency-mnist", "gan-mnist"} <= set(checked)
-    assert "images seen in training: 448,000" in info(runner, "edm-mnist")
+    assert "images seen in training: 832,000" in info(runner, "edm-mnist")
     with pytest.raises(GenzooError, match="'images_seen' must be a whole number of images"):
         ModelEntry.from_dict("x", {"method": "ign", "images_seen": "448,000"}, source="test")
