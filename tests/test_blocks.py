@@ -101,3 +101,48 @@ def test_source_batch_norm_keeps_noise_and_image_statistics_apart():
     with torch.no_grad(), batchnorm.source(net, "image"):
         as_image = net(x)
     assert layer.source == "noise" and not torch.allclose(net(x), as_image)
+
+
+def test_a_unet_without_attention_keeps_its_tensors_and_one_with_it_starts_as_the_same_function():
+    from genzoo.blocks import UNet
+
+    torch.manual_seed(0)
+    plain = UNet(1, 8, 2, 1, 0.0)
+    attending = UNet(1, 8, 2, 1, 0.0, attention=True)
+    assert not any("attention" in key for key in plain.state_dict())  # bundled weights load as before
+    added = set(attending.state_dict()) - set(plain.state_dict())
+    assert added and all("attention" in key for key in added)
+    with torch.no_grad():
+        nn.init.normal_(plain.out.weight)
+    attending.load_state_dict(plain.state_dict(), strict=False)  # attention's output projections are still zero
+    x, c = torch.randn(2, 1, 8, 8), torch.randn(2)
+    assert torch.equal(plain(x, c), attending(x, c))
+
+
+def test_self_attention_lets_every_pixel_see_every_other_in_one_block():
+    from genzoo.blocks.unet import SelfAttention
+
+    torch.manual_seed(0)
+    attend = SelfAttention(128)
+    assert attend.heads == 2
+    with torch.no_grad():
+        nn.init.normal_(attend.proj.weight)
+        x = torch.randn(1, 128, 7, 7)
+        moved = x.clone()
+        moved[0, :, 0, 0] += 1.0
+        assert (attend(moved) - attend(x))[0, :, 6, 6].abs().max() > 1e-4  # a 3x3 convolution would reach 1 pixel
+
+
+def test_an_edm_model_with_attention_saves_and_loads_whole(tmp_path):
+    import genzoo
+    from genzoo_edm import EDM
+
+    torch.manual_seed(0)
+    model = EDM({"width": 8, "levels": 2, "image_size": 8, "attention": True}).eval()
+    with torch.no_grad():
+        for p in model.net.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    genzoo.save_pretrained(model, tmp_path / "m")
+    loaded = genzoo.load(str(tmp_path / "m"))
+    assert loaded.config.attention
+    assert torch.equal(model.sample(2, seed=0), loaded.sample(2, seed=0))

@@ -25,6 +25,7 @@ class DenoiserConfig:
     width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
     levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
     blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
+    attention: bool = False  # self-attention after each block at the lowest resolution and in the middle
     dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.1
     sigma_min: Annotated[float, Positive] = 0.002
     sigma_max: Annotated[float, Positive] = 80.0

@@ -1,5 +1,6 @@
 """A small U-Net F(x, c_noise) for denoisers (EDM, consistency models): residual blocks with group norm, the
-noise level as a sinusoidal embedding that scales and shifts every block, skip connections between resolutions."""
+noise level as a sinusoidal embedding that scales and shifts every block, skip connections between resolutions,
+and optionally self-attention at the lowest resolution."""
 
 from __future__ import annotations
 
@@ -51,10 +52,38 @@ class ResBlock(nn.Module):
         return self.skip(x) + h
 
 
-class UNet(nn.Module):
-    """``levels`` resolutions (each half the previous), ``width`` channels at the first and twice that below."""
+class SelfAttention(nn.Module):
+    """Multi-head self-attention over the pixels of a feature map, added to its input; heads of 64 channels (one
+    head below that). The output projection starts at zero, so a new block begins as the identity."""
 
-    def __init__(self, channels: int, width: int, levels: int, blocks: int, dropout: float):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.heads = max(1, channels // 64)
+        if channels % self.heads:
+            raise ValueError(f"attention needs channels divisible by {self.heads} heads, got {channels}")
+        self.norm = group_norm(channels)
+        self.qkv = nn.Conv2d(channels, 3 * channels, 1)
+        self.proj = nn.Conv2d(channels, channels, 1)
+        nn.init.zeros_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        q, k, v = self.qkv(self.norm(x)).reshape(n, 3, self.heads, c // self.heads, h * w).transpose(-1, -2).unbind(1)
+        out = F.scaled_dot_product_attention(q, k, v)  # (n, heads, h * w, c / heads)
+        return x + self.proj(out.transpose(-1, -2).reshape(n, c, h, w))
+
+
+def maybe_attention(on: bool, channels: int) -> nn.Module:
+    # nn.Identity holds no tensors, so a U-Net without attention keeps the state-dict keys it always had
+    return SelfAttention(channels) if on else nn.Identity()
+
+
+class UNet(nn.Module):
+    """``levels`` resolutions (each half the previous), ``width`` channels at the first and twice that below;
+    ``attention`` adds self-attention after every block at the lowest resolution (7x7 for 28x28 images)."""
+
+    def __init__(self, channels: int, width: int, levels: int, blocks: int, dropout: float, attention: bool = False):
         super().__init__()
         widths = [width] + [2 * width] * (levels - 1)
         emb_dim = 4 * width
@@ -62,6 +91,7 @@ class UNet(nn.Module):
         self.embed = nn.Sequential(nn.Linear(width, emb_dim), nn.SiLU(), nn.Linear(emb_dim, emb_dim))
         self.stem = nn.Conv2d(channels, width, 3, padding=1)
         self.down = nn.ModuleList()
+        self.down_attention = nn.ModuleList()
         self.downsample = nn.ModuleList()
         skips = [width]
         current = width
@@ -69,16 +99,20 @@ class UNet(nn.Module):
             for _ in range(blocks):
                 self.down.append(ResBlock(current, w, emb_dim, dropout))
                 current = w
+                self.down_attention.append(maybe_attention(attention and level == levels - 1, current))
                 skips.append(current)
             if level < levels - 1:
                 self.downsample.append(nn.Conv2d(current, current, 3, stride=2, padding=1))
                 skips.append(current)
         self.middle = ResBlock(current, current, emb_dim, dropout)
+        self.middle_attention = maybe_attention(attention, current)
         self.up = nn.ModuleList()
+        self.up_attention = nn.ModuleList()
         for level, w in reversed(list(enumerate(widths))):
             for _ in range(blocks + 1):
                 self.up.append(ResBlock(current + skips.pop(), w, emb_dim, dropout))
                 current = w
+                self.up_attention.append(maybe_attention(attention and level == levels - 1, current))
         self.out_norm = group_norm(current)
         self.out = nn.Conv2d(current, channels, 3, padding=1)
         nn.init.zeros_(self.out.weight)
@@ -89,20 +123,22 @@ class UNet(nn.Module):
         emb = self.embed(noise_embedding(c_noise, self.emb_dim))
         h = self.stem(x)
         saved = [h]
-        blocks = iter(self.down)
+        blocks = iter(zip(self.down, self.down_attention))
         for level in range(self.levels):
             for _ in range(self.blocks):
-                h = next(blocks)(h, emb)
+                block, attend = next(blocks)
+                h = attend(block(h, emb))
                 saved.append(h)
             if level < self.levels - 1:
                 h = self.downsample[level](h)
                 saved.append(h)
-        h = self.middle(h, emb)
-        blocks = iter(self.up)
+        h = self.middle_attention(self.middle(h, emb))
+        blocks = iter(zip(self.up, self.up_attention))
         for level in reversed(range(self.levels)):
             for _ in range(self.blocks + 1):
                 skip = saved.pop()
                 if h.shape[-2:] != skip.shape[-2:]:
                     h = F.interpolate(h, size=skip.shape[-2:], mode="nearest")
-                h = next(blocks)(torch.cat([h, skip], dim=1), emb)
+                block, attend = next(blocks)
+                h = attend(block(torch.cat([h, skip], dim=1), emb))
         return self.out(F.silu(self.out_norm(h)))

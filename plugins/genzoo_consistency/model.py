@@ -96,7 +96,7 @@ class Consistency(LevelDenoiser, genzoo.Method):
     def __init__(self, config=None):
         super().__init__(config)
         c = self.config
-        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout)
+        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout, c.attention)
 
     def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
         """f(x, sigma) = c_skip x + c_out F(c_in x, c_noise), images in [-1, 1] space; sigma per image."""

@@ -69,7 +69,7 @@ class EDM(LevelDenoiser, genzoo.Method):
     def __init__(self, config=None):
         super().__init__(config)
         c = self.config
-        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout)
+        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout, c.attention)
         self._guides: dict[str, EDM] = {}  # autoguidance models, loaded on first use and never saved with this one
 
     def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
