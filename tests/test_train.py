@@ -93,6 +93,20 @@ def test_ema_weights_are_what_gets_saved(toy_site, toy_npz, tmp_path):
     assert json.loads((out / "config.json").read_text())["provenance"]["weights"] == "ema"
 
 
+def test_a_checkpoint_gives_its_raw_or_ema_weights_on_request(toy_site, toy_npz, tmp_path):
+    from genzoo.training.checkpoints import model_from_checkpoint
+
+    with_ema = _fit(tmp_path / "ema", toy_npz, 5, config={"ema_decay": 0.5})
+    raw = load_file(str(with_ema / "checkpoints/step-00000005/model.safetensors"))
+    model, provenance = model_from_checkpoint(with_ema, 5, "raw")
+    assert torch.equal(model.state_dict()["encoder.weight"], raw["encoder.weight"])
+    assert provenance["weights"] == "raw"
+    assert model_from_checkpoint(with_ema, 5)[1]["weights"] == "ema"
+    without_ema = _fit(tmp_path / "plain", toy_npz, 5)
+    with pytest.raises(GenzooError, match="keeps no EMA weights"):
+        model_from_checkpoint(without_ema, 5, "ema")
+
+
 def test_init_fine_tunes_from_a_model_and_records_where_it_started(toy_site, toy_npz, tmp_path):
     base = _fit(tmp_path / "base", toy_npz, 6)
     tuned = _fit(tmp_path / "tuned", toy_npz, 1, config={"lr": "0"}, init=str(base), keep_checkpoints=2)

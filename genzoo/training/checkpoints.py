@@ -294,8 +294,11 @@ def _optimizer_from_files(optimizer: torch.optim.Optimizer, stem: Path) -> None:
     optimizer.load_state_dict({"state": state, "param_groups": groups})
 
 
-def model_from_checkpoint(run: str | os.PathLike, step: int) -> tuple[torch.nn.Module, dict[str, Any]]:
+def model_from_checkpoint(run: str | os.PathLike, step: int, weights: str | None = None
+                          ) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The model a run held at ``step`` (its EMA weights when it keeps an EMA), ready to sample.
+
+    ``weights="raw"`` takes the optimised weights instead, ``"ema"`` insists on the EMA.
 
     Returns the method and the provenance to save with it: the run's, with that step's count and
     training time. The loop is deterministic, so these are the weights ``--steps STEP`` would end with.
@@ -309,7 +312,11 @@ def model_from_checkpoint(run: str | os.PathLike, step: int) -> tuple[torch.nn.M
     cls, config, document = method_config(run)
     model = cls(config)
     ema = folder / "ema.safetensors"
-    source = ema if ema.is_file() else folder / "model.safetensors"
+    if weights not in (None, "ema", "raw"):
+        raise GenzooError(f"weights must be 'ema' or 'raw', got {weights!r}")
+    if weights == "ema" and not ema.is_file():
+        raise GenzooError(f"{folder} keeps no EMA weights (the method trains without one); ask for the raw weights")
+    source = ema if ema.is_file() and weights != "raw" else folder / "model.safetensors"
     model.load_state_dict(read_checked(source, model.state_dict(), None), strict=True)
     model.eval()
     model.prepare_export()
