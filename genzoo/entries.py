@@ -72,11 +72,13 @@ class DatasetEntry(Entry):
     license: str = ""
     source: str = "genzoo"
     default_metrics: str = ""  # what `genzoo eval` scores when --metrics is not given ("": genzoo's default)
+    class_names: tuple[str, ...] = ()  # what each label means, in label order (empty: not named)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "summary": self.summary, "shape": list(self.shape), "num_classes": self.num_classes,
-                "splits": dict(self.splits), "files": self.files, "default_split": self.default_split,
-                "license": self.license, "source": self.source, "default_metrics": self.default_metrics}
+                "class_names": list(self.class_names), "splits": dict(self.splits), "files": self.files,
+                "default_split": self.default_split, "license": self.license, "source": self.source,
+                "default_metrics": self.default_metrics}
 
     def choose_split(self, split: str, preferred: str | None = None) -> str:
         """The split a spec asks for (``split``, else ``preferred`` if this dataset has it, else its default)."""

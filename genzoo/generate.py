@@ -8,7 +8,7 @@ Every default of ``genzoo sample`` and ``genzoo refine`` lives in :class:`Sample
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import torch
 
@@ -53,7 +53,7 @@ def generate(
     n: int,
     *,
     seed: int,
-    labels: torch.Tensor | None = None,
+    labels: torch.Tensor | Sequence[int | str] | None = None,
     apply: int = SampleOptions.apply,
     refiner=None,
     refine_steps: int | None = None,
@@ -78,6 +78,8 @@ def generate(
     common = {"seed": seed, "batch_size": batch_size, "device": device, "precision": precision, "progress": progress}
     if labels is None and model.num_classes:
         labels = torch.arange(n) % model.num_classes
+    elif labels is not None:
+        labels = model.labels_for(n, labels)  # class names become indices, one label is given to every image
     images = model.sample(n, labels=labels, **common, **(options or {}))
     if apply > 1:
         images = model.refine(images, labels=labels, steps=apply - 1, **common)

@@ -197,7 +197,7 @@ class Method(nn.Module):
             raise GenzooError(f"start must be >= 0, got {start}")
         _check_batch_size(batch_size)
         seed = random_seed(generator) if seed is None else int(seed)
-        label_tensor = self._labels_for(n, labels, first=start)
+        label_tensor = self.labels_for(n, labels, first=start)
         device = self._move_to(device)
         if n == 0:
             return torch.empty(0, *self._shape_or_empty())
@@ -234,7 +234,7 @@ class Method(nn.Module):
         _check_batch_size(batch_size)
         seed = random_seed(generator) if seed is None else int(seed)
         n = x.shape[0]
-        label_tensor = self._labels_for(n, labels, default=False)
+        label_tensor = self.labels_for(n, labels, default=False)
         device = self._move_to(device)
         if n == 0:
             return x.clone()
@@ -356,23 +356,45 @@ class Method(nn.Module):
             raise GenzooError(f"images must be floats in [0, 1], got values in [{x.min():.3g}, {x.max():.3g}]")
         return x.float()
 
-    def _labels_for(self, n: int, labels: Any, default: bool = True, first: int = 0) -> torch.Tensor | None:
+    def labels_for(self, n: int, labels: Any, default: bool = True, first: int = 0) -> torch.Tensor | None:
+        """The labels of ``n`` images as a tensor: given ones (integers or class names, k < n of them repeating in
+        turn) checked against the classes; none given, ``i mod num_classes`` from image ``first`` on (with
+        ``default``) or None."""
         if labels is None:
             if default and self.num_classes:
                 return torch.arange(first, first + n) % self.num_classes
             return None
         if not self.num_classes:
             raise GenzooError(f"method {self.name!r} is unconditional; it takes no labels (drop --labels)")
+        if isinstance(labels, (list, tuple)) and any(isinstance(label, str) for label in labels):
+            labels = self.label_indices(labels)
         labels = torch.as_tensor(labels, dtype=torch.long).flatten()
-        if labels.numel() == 1 and n != 1:
-            labels = labels.expand(n).clone()
-        if labels.numel() != n:
-            raise GenzooError(f"got {labels.numel()} labels for {n} images; give one label or one per image")
+        if labels.numel() > n or (n and not labels.numel()):
+            raise GenzooError(f"got {labels.numel()} labels for {n} images; give from one to one per image (fewer "
+                              f"repeat in turn)")
+        if 0 < labels.numel() < n:  # image i takes label i mod k, as the default labels are i mod num_classes
+            labels = labels.repeat(-(-n // labels.numel()))[:n]
         if labels.numel() and (labels.min() < 0 or labels.max() >= self.num_classes):
             raise GenzooError(
                 f"labels must be in 0..{self.num_classes - 1}, got values in [{labels.min()}, {labels.max()}]"
             )
         return labels
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """What each label means (the Config's ``class_names``, which fit takes from a dataset that names them)."""
+        return tuple(getattr(self.config, "class_names", ()) or ())
+
+    def label_indices(self, labels: Sequence[int | str]) -> list[int]:
+        """Class names (and integers) as label indices; an unknown name is refused, naming the classes."""
+        names = self.class_names
+        index = {name: i for i, name in enumerate(names)}
+        unknown = [label for label in labels if isinstance(label, str) and label not in index]
+        if unknown:
+            known = f"its classes are {', '.join(names)}" if names else \
+                f"it names no classes; give labels as integers 0..{self.num_classes - 1}"
+            raise GenzooError(f"{self.name} has no class {unknown[0]!r}; {known}")
+        return [index[label] if isinstance(label, str) else int(label) for label in labels]
 
     def _check_options(self, options: dict[str, Any], declared: dict[str, Any], verb: str) -> None:
         """Refuse an option the method does not declare, or a value of the wrong type or outside its declared range."""

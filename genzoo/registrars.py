@@ -38,7 +38,7 @@ def feature_entry(plugin: str, source: str, name: str, factory: Callable[[], Any
 def dataset_entry(plugin: str, source: str, name: str, load: Callable[[Path, str], Any], *,
                   shape: tuple[int, int, int], summary: str = "", num_classes: int = 0,
                   splits: dict[str, int | None] | None = None, files: str = "", default_split: str = "train",
-                  license: str = "", default_metrics: str = "") -> DatasetEntry:
+                  license: str = "", default_metrics: str = "", class_names: tuple[str, ...] = ()) -> DatasetEntry:
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name or ""):
         raise GenzooError(f"dataset name {name!r} must be lower-case letters, digits, '.', '-' or '_' "
                           f"(it is written --dataset NAME[:SPLIT])")
@@ -49,8 +49,13 @@ def dataset_entry(plugin: str, source: str, name: str, load: Callable[[Path, str
     splits = dict(splits or {default_split: None})
     if default_split not in splits:
         raise GenzooError(f"dataset {name!r}: default_split {default_split!r} is not one of its splits {list(splits)}")
+    class_names = tuple(class_names)
+    if class_names and (len(class_names) != num_classes or not all(isinstance(c, str) and c for c in class_names)
+                        or len(set(class_names)) != len(class_names)):
+        raise GenzooError(f"dataset {name!r}: class_names must be {num_classes} distinct non-empty strings, one per "
+                          f"class in label order, got {list(class_names)!r}")
     return DatasetEntry(name, summary, tuple(shape), int(num_classes), splits, files, load, default_split, license,
-                        source, default_metrics)
+                        source, default_metrics, class_names)
 
 
 def metric_entry(plugin: str, source: str, name: str, compute: Callable[[Any], Any], *, summary: str = "",

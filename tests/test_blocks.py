@@ -33,7 +33,7 @@ def test_edm_and_consistency_share_their_common_config_fields_once_with_their_ow
     for cls in (EDMConfig, ConsistencyConfig):
         assert issubclass(cls, DenoiserConfig)
         own = set(vars(cls)["__annotations__"])
-        assert own & shared <= {"p_mean", "p_std", "lr", "width", "dropout"}  # declared again only for another default
+        assert own & shared <= {"p_mean", "p_std", "lr", "width", "dropout", "label_dropout"}  # declared again only for another default
     assert (EDMConfig().p_mean, EDMConfig().p_std, EDMConfig().lr, EDMConfig().width) == (-1.2, 1.2, 1e-3, 64)
     assert (ConsistencyConfig().p_mean, ConsistencyConfig().p_std, ConsistencyConfig().lr) == (-1.1, 2.0, 1e-4)
     with pytest.raises(ValueError, match="refine_sigma must lie in"):

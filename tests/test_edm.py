@@ -1,4 +1,5 @@
-"""EDM's sampler options: the deterministic Heun sampler, churn (EDM Algorithm 2) and autoguidance."""
+"""EDM's sampler options: the deterministic Heun sampler, churn (EDM Algorithm 2), autoguidance, class conditioning
+and classifier-free guidance."""
 
 import pytest
 import torch
@@ -6,7 +7,7 @@ import torch
 import genzoo
 from genzoo import GenzooError
 from genzoo_edm import EDM
-from genzoo_edm.sampler import Churn, heun
+from genzoo.blocks import Churn, heun
 
 TINY = {"width": 8, "levels": 2, "image_size": 8, "sample_steps": 4}
 
@@ -66,7 +67,7 @@ def test_autoguidance_mixes_the_two_denoisers_by_w_and_counts_the_guides_calls(t
     guide = str(tmp_path / "guide")
     x, sigma = torch.randn(3, 1, 8, 8), 2.0
     with torch.no_grad():
-        mixed = model.guided(guide, 2.5)(x, sigma)
+        mixed = model.guided(None, guide, 2.5)(x, sigma)
         expected = 2.5 * model.denoise_at(x, sigma) - 1.5 * weaker.denoise_at(x, sigma)
     assert torch.allclose(mixed, expected, atol=1e-5)
     assert model.network_calls(4) == 7 and model.network_calls(4, guidance=2.5) == 14
@@ -89,3 +90,85 @@ def test_guidance_without_a_guide_or_with_another_kind_of_model_is_refused(tmp_p
     genzoo.save_pretrained(tiny(0, image_size=4), tmp_path / "small")
     with pytest.raises(GenzooError, match="must be trained on the same data"):
         model.sample(1, seed=0, guide=str(tmp_path / "small"), guidance=2.0)
+
+
+def test_one_step_starts_at_sigma_max_and_returns_the_denoisers_estimate_there():
+    model = tiny(0)
+    assert model.schedule(1) == [model.config.sigma_max, 0.0]
+    noise = genzoo.Noise(5, 0, 2)
+    x = model.config.sigma_max * noise.randn(*model.image_shape)
+    with torch.no_grad():
+        expected = ((model.denoise_at(x, model.config.sigma_max) + 1) / 2).clamp(0, 1)
+    assert torch.allclose(model.sample(2, seed=5, steps=1), expected, atol=1e-5)
+
+
+def conditional(seed: int = 0, **config) -> EDM:
+    return tiny(seed, num_classes=3, class_names=["cat", "dog", "ship"], **config)
+
+
+def test_a_conditional_network_has_a_label_embedding_and_an_unconditional_one_keeps_its_tensors():
+    plain, conditioned = tiny(0), conditional()
+    assert set(conditioned.state_dict()) - set(plain.state_dict()) == {"net.label_embed.weight"}
+    assert conditioned.state_dict()["net.label_embed.weight"].shape == (3, TINY["width"])
+
+
+def test_labels_change_the_samples_and_no_label_is_the_unconditional_denoiser():
+    model = conditional()
+    x, sigma = torch.randn(3, 1, 8, 8), 1.5
+    with torch.no_grad():
+        cats, ships = (model.denoise_at(x, sigma, torch.full((3,), k)) for k in (0, 2))
+        unconditional = model.denoise_at(x, sigma)
+        no_label = model.denoise_at(x, sigma, torch.full((3,), genzoo.blocks.NO_LABEL))
+    assert (cats - ships).abs().max() > 1e-3
+    assert torch.equal(unconditional, no_label)
+
+
+def test_label_dropout_replaces_about_its_rate_of_the_labels_by_no_label():
+    model = conditional(label_dropout=0.25)
+    torch.manual_seed(0)
+    dropped = model.drop_labels(torch.arange(3).repeat(4000), 0.25)
+    assert abs((dropped == genzoo.blocks.NO_LABEL).float().mean().item() - 0.25) < 0.02
+    kept = dropped != genzoo.blocks.NO_LABEL
+    assert torch.equal(dropped[kept], torch.arange(3).repeat(4000)[kept])
+    assert tiny(0).drop_labels(torch.arange(3), 0.25) is None
+
+
+def test_class_names_become_labels_and_an_unknown_name_lists_the_classes():
+    model = conditional()
+    by_name = model.sample(4, seed=1, labels=["ship", "cat"])
+    assert torch.equal(by_name, model.sample(4, seed=1, labels=[2, 0, 2, 0]))
+    with pytest.raises(GenzooError, match="no class 'dragon'; its classes are cat, dog, ship"):
+        model.sample(2, seed=1, labels=["dragon"])
+    with pytest.raises(GenzooError, match="names no classes; give labels as integers 0..2"):
+        tiny(0, num_classes=3).sample(2, seed=1, labels=["cat"])
+
+
+def test_classifier_free_guidance_at_w_1_is_the_conditional_sampler_and_mixes_by_w_otherwise():
+    model = conditional()
+    labels = torch.tensor([0, 1, 2])
+    assert torch.equal(model.sample(3, seed=2, labels=labels), model.sample(3, seed=2, labels=labels, cfg=1.0))
+    x, sigma = torch.randn(3, 1, 8, 8), 2.0
+    with torch.no_grad():
+        mixed = model.guided(labels, None, 1.0, cfg=3.0)(x, sigma)
+        conditional_d, unconditional_d = model.denoise_at(x, sigma, labels), model.denoise_at(x, sigma)
+    assert torch.allclose(mixed, unconditional_d + 3.0 * (conditional_d - unconditional_d), atol=1e-5)
+    assert model.network_calls(4, cfg=3.0) == 14
+    with pytest.raises(GenzooError, match="cfg 2 needs a class-conditional model"):
+        tiny(0).sample(1, seed=0, cfg=2.0)
+    with pytest.raises(GenzooError, match="choose one guidance"):
+        model.sample(1, seed=0, cfg=2.0, guidance=2.0, guide="edm-mnist")
+
+
+def test_a_conditional_edm_trains_on_labelled_data_only(tmp_path):
+    images = (torch.rand(8, 1, 8, 8) * 255).to(torch.uint8).numpy()
+    import numpy as np
+
+    np.savez(tmp_path / "unlabelled.npz", x=images)
+    with pytest.raises(GenzooError, match="has no labels; train an unconditional model"):
+        genzoo.fit("edm", steps=1, out=tmp_path / "run", dataset=f"npz:{tmp_path / 'unlabelled.npz'}", batch_size=4,
+                   config={**TINY, "num_classes": 3}, progress=False)
+    np.savez(tmp_path / "labelled.npz", x=images, y=np.arange(8) % 3)
+    out = genzoo.fit("edm", steps=1, out=tmp_path / "run2", dataset=f"npz:{tmp_path / 'labelled.npz'}", batch_size=4,
+                     config={"width": 8, "levels": 2, "num_classes": 3}, progress=False, sample_every=0)
+    model = genzoo.load(out)
+    assert model.num_classes == 3 and model.image_shape == (1, 8, 8)  # the shape taken from the data

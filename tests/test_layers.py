@@ -124,7 +124,7 @@ def test_no_built_in_plugin_imports_another():
 
 # What the shared building blocks may import from genzoo: each other and these foundations (never the training
 # loop, the plugin host or anything built on them), so an outside plugin can use them at no cost.
-BLOCKS_MAY_IMPORT = {"genzoo.configs", "genzoo.errors"}
+BLOCKS_MAY_IMPORT = {"genzoo.configs", "genzoo.errors", "genzoo.seeding"}
 
 
 def test_the_shared_blocks_import_only_each_other_and_the_foundations():

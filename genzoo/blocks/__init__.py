@@ -3,7 +3,9 @@
 - ``unet``: a small U-Net F(x, c_noise) with group norm and a sinusoidal noise-level embedding (``UNet``)
 - ``karras``: Karras et al.'s noise levels and EDM preconditioning (``karras_sigmas``, ``edm_scalings``, ``c_noise``)
 - ``denoiser``: the Config fields and checks of a U-Net denoiser on those levels (``DenoiserConfig``) and
-  D(x, sigma) at one level for a batch (``LevelDenoiser``)
+  D(x, sigma) at one level for a batch, labels bound in (``LevelDenoiser``)
+- ``sampling``: samplers as functions of a denoiser, a start and the levels (``heun`` with EDM's ``Churn``), and
+  guidance that mixes two denoisers (``guided``: autoguidance, classifier-free guidance)
 - ``fastconv``: exact matrix-product (and sub-pixel) forms of convolutions that oneDNN runs slowly,
   swapped in by one call (``speed_up``)
 - ``batchnorm``: batch norm with population statistics per input source, and recomputing any network's
@@ -16,7 +18,9 @@ from .denoiser import DenoiserConfig, LevelDenoiser
 from .fastconv import speed_up
 from .karras import c_noise, edm_scalings, karras_sigmas
 from .pixels import to_signed, to_unit
-from .unet import UNet, check_shape
+from .sampling import Churn, Denoiser, guided, heun
+from .unet import NO_LABEL, UNet, check_shape
 
-__all__ = ["DenoiserConfig", "LevelDenoiser", "SourceBatchNorm2d", "UNet", "c_noise", "calibrate", "check_shape",
-           "edm_scalings", "karras_sigmas", "speed_up", "to_signed", "to_unit"]
+__all__ = ["NO_LABEL", "Churn", "Denoiser", "DenoiserConfig", "LevelDenoiser", "SourceBatchNorm2d", "UNet", "c_noise",
+           "calibrate", "check_shape", "edm_scalings", "guided", "heun", "karras_sigmas", "speed_up", "to_signed",
+           "to_unit"]

@@ -13,9 +13,9 @@ from typing import Annotated
 
 import torch
 
-from ..configs import Positive, Range, UnitOpen
+from ..configs import NonNegative, Positive, Range, UnitOpen
 from ..errors import GenzooError
-from .unet import check_shape
+from .unet import NO_LABEL, check_shape
 
 
 @dataclass
@@ -26,6 +26,9 @@ class DenoiserConfig:
     levels: Annotated[int, Positive] = 3  # resolutions of the U-Net, each half the previous
     blocks: Annotated[int, Positive] = 1  # residual blocks per resolution on the way down
     attention: bool = False  # self-attention after each block at the lowest resolution and in the middle
+    num_classes: Annotated[int, NonNegative] = 0  # a class-conditional network (0: unconditional)
+    label_dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.1  # training images shown without their label
+    class_names: tuple[str, ...] = ()  # what each label means (fit takes them from the dataset)
     dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.1
     sigma_min: Annotated[float, Positive] = 0.002
     sigma_max: Annotated[float, Positive] = 80.0
@@ -42,6 +45,8 @@ class DenoiserConfig:
 
     def __post_init__(self) -> None:
         check_shape(self.image_size, self.levels, self.width)
+        if self.class_names and len(self.class_names) != self.num_classes:
+            raise ValueError(f"class_names names {len(self.class_names)} classes but num_classes is {self.num_classes}")
         if not self.sigma_min < self.sigma_max:
             raise ValueError(f"sigma_min must be below sigma_max, got {self.sigma_min:g} and {self.sigma_max:g}")
         if not self.sigma_min < self.refine_sigma <= self.sigma_max:
@@ -58,8 +63,35 @@ class DenoiserConfig:
 
 
 class LevelDenoiser:
-    """Mixed into a Method that defines ``denoise(x, sigma)`` (sigma a tensor, one level per image)."""
+    """Mixed into a Method that defines ``denoise(x, sigma, labels)`` (sigma a tensor, one level per image)."""
 
-    def denoise_at(self, x: torch.Tensor, sigma: float) -> torch.Tensor:
-        """D(x, sigma) with one level ``sigma`` for every image of the batch."""
-        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32))
+    def denoise_at(self, x: torch.Tensor, sigma: float, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """D(x, sigma) with one level ``sigma`` for every image of the batch (and its label, if conditional)."""
+        return self.denoise(x, torch.full((x.shape[0],), sigma, device=x.device, dtype=torch.float32), labels)
+
+    def denoiser(self, labels: torch.Tensor | None = None):
+        """D(x, sigma) with ``labels`` bound in, as the samplers of :mod:`genzoo.blocks.sampling` take it; a
+        conditional network given no labels denoises unconditionally."""
+        def denoise(x: torch.Tensor, sigma: float) -> torch.Tensor:
+            return self.denoise_at(x, sigma, labels)
+        return denoise
+
+    def setup_fit(self, data) -> None:
+        """A conditional network trains on labelled data only, with labels within its classes."""
+        classes = self.config.num_classes
+        if not classes or data is None:
+            return
+        if data.labels is None:
+            raise GenzooError(f"num_classes {classes}: {data.name} has no labels; train an unconditional model "
+                              f"(--set num_classes=0) or give labelled data")
+        if len(data.labels) and int(data.labels.max()) >= classes:
+            raise GenzooError(f"{data.name} has labels up to {int(data.labels.max())}, more than num_classes {classes} "
+                              f"allows; --set num_classes={int(data.labels.max()) + 1}")
+
+    def drop_labels(self, labels: torch.Tensor | None, rate: float) -> torch.Tensor | None:
+        """Training labels with a fraction ``rate`` replaced by NO_LABEL (label dropout), so that one network
+        learns the conditional and the unconditional denoiser; None for an unconditional network."""
+        if labels is None or not self.config.num_classes:
+            return None
+        dropped = torch.rand(labels.shape, device=labels.device) < rate
+        return torch.where(dropped, torch.full_like(labels, NO_LABEL), labels)

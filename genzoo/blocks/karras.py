@@ -9,7 +9,10 @@ import torch
 
 
 def karras_sigmas(count: int, sigma_min: float, sigma_max: float, rho: float) -> torch.Tensor:
-    """``count`` noise levels from sigma_min up to sigma_max, evenly spaced in sigma^(1/rho) (ascending)."""
+    """``count`` noise levels from sigma_min up to sigma_max, evenly spaced in sigma^(1/rho) (ascending); one level
+    is sigma_max alone (where a one-step sampler starts)."""
+    if count == 1:
+        return torch.tensor([float(sigma_max)], dtype=torch.float64)
     ramp = torch.linspace(0, 1, count, dtype=torch.float64)
     low, high = sigma_min ** (1 / rho), sigma_max ** (1 / rho)
     return (low + ramp * (high - low)) ** rho

@@ -1,6 +1,11 @@
-"""A small U-Net F(x, c_noise) for denoisers (EDM, consistency models): residual blocks with group norm, the
-noise level as a sinusoidal embedding that scales and shifts every block, skip connections between resolutions,
-and optionally self-attention at the lowest resolution."""
+"""A small U-Net F(x, c_noise, labels) for denoisers (EDM, consistency models): residual blocks with group norm,
+the noise level as a sinusoidal embedding that scales and shifts every block (a class label's embedding added to
+it in a conditional network), skip connections between resolutions, and optionally self-attention at the lowest
+resolution.
+
+The convolutions' weights are kept channels-last: oneDNN then runs the whole network in that layout, which
+measured 1.1-1.5x faster on CPU than the default layout (docs/results.md, speed). The output is contiguous.
+"""
 
 from __future__ import annotations
 
@@ -79,15 +84,24 @@ def maybe_attention(on: bool, channels: int) -> nn.Module:
     return SelfAttention(channels) if on else nn.Identity()
 
 
+NO_LABEL = -1  # the label of an image the network sees unconditionally (label dropout, classifier-free guidance)
+
+
 class UNet(nn.Module):
     """``levels`` resolutions (each half the previous), ``width`` channels at the first and twice that below;
-    ``attention`` adds self-attention after every block at the lowest resolution (7x7 for 28x28 images)."""
+    ``attention`` adds self-attention after every block at the lowest resolution (7x7 for 28x28 images);
+    ``num_classes`` > 0 adds a label embedding to the noise embedding (0: an unconditional network, whose
+    tensors are those it always had)."""
 
-    def __init__(self, channels: int, width: int, levels: int, blocks: int, dropout: float, attention: bool = False):
+    def __init__(self, channels: int, width: int, levels: int, blocks: int, dropout: float, attention: bool = False,
+                 num_classes: int = 0):
         super().__init__()
         widths = [width] + [2 * width] * (levels - 1)
         emb_dim = 4 * width
         self.emb_dim = width
+        self.num_classes = num_classes
+        if num_classes:
+            self.label_embed = nn.Embedding(num_classes, width)
         self.embed = nn.Sequential(nn.Linear(width, emb_dim), nn.SiLU(), nn.Linear(emb_dim, emb_dim))
         self.stem = nn.Conv2d(channels, width, 3, padding=1)
         self.down = nn.ModuleList()
@@ -118,9 +132,19 @@ class UNet(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
         self.levels, self.blocks = levels, blocks
+        self.to(memory_format=torch.channels_last)
 
-    def forward(self, x: torch.Tensor, c_noise: torch.Tensor) -> torch.Tensor:
-        emb = self.embed(noise_embedding(c_noise, self.emb_dim))
+    def forward(self, x: torch.Tensor, c_noise: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """F(x, c_noise) for images ``x`` and one noise input per image; ``labels`` (a conditional network's class
+        per image, NO_LABEL for none) None: every image unconditional."""
+        emb = noise_embedding(c_noise, self.emb_dim)
+        if labels is not None and not self.num_classes:
+            raise ValueError("this U-Net is unconditional (num_classes 0); it takes no labels")
+        if labels is not None:
+            # EDM's form: the label's embedding is added before the MLP; no label adds nothing
+            given = (labels != NO_LABEL)[:, None]
+            emb = emb + self.label_embed(labels.clamp_min(0)) * given
+        emb = self.embed(emb)
         h = self.stem(x)
         saved = [h]
         blocks = iter(zip(self.down, self.down_attention))
@@ -141,4 +165,4 @@ class UNet(nn.Module):
                     h = F.interpolate(h, size=skip.shape[-2:], mode="nearest")
                 block, attend = next(blocks)
                 h = attend(block(torch.cat([h, skip], dim=1), emb))
-        return self.out(F.silu(self.out_norm(h)))
+        return self.out(F.silu(self.out_norm(h))).contiguous()

@@ -98,8 +98,9 @@ def device_from(name: str) -> torch.device:
     return resolve_device(name)
 
 
-def parse_labels(text: str | None) -> torch.Tensor | None:
-    """``--labels``: a comma list (``0,1,2``) or a file of integers (text, or .npy)."""
+def parse_labels(text: str | None) -> torch.Tensor | list[int | str] | None:
+    """``--labels``: a comma list (``0,1,2``, or class names: ``cat,ship``) or a file of them (text, or .npy of
+    integers). Names stay strings: the model maps them to its classes."""
     if text is None:
         return None
     path = Path(text)
@@ -117,10 +118,18 @@ def parse_labels(text: str | None) -> torch.Tensor | None:
                 raise GenzooError(f"--labels {path} is not a plain .npy array of integers; give one, or a comma list") from None
             return torch.from_numpy(array.astype("int64")).flatten()
         text = path.read_text().replace("\n", ",").replace(" ", ",")
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if all(_is_integer(part) for part in parts):
+        return torch.tensor([int(part) for part in parts], dtype=torch.long)
+    return [int(part) if _is_integer(part) else part for part in parts]
+
+
+def _is_integer(text: str) -> bool:
     try:
-        return torch.tensor([int(part) for part in text.split(",") if part.strip()], dtype=torch.long)
+        int(text)
     except ValueError:
-        raise GenzooError(f"--labels expects integers separated by commas or a file of them, got {text[:50]!r}") from None
+        return False
+    return True
 
 
 def parse_refine_options(pairs: tuple[str, ...], steps: int | None, refiner_ref: str | None,

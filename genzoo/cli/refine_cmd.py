@@ -37,6 +37,8 @@ def command(name, source, output, fmt, as_float, nrow, labels, opts, device, **s
             f"pass one image per PNG file, a folder of them, or an .npz (genzoo sample --format npz)"
         )
     use_labels = given if given is not None else (file_labels if model.num_classes else None)
+    if use_labels is not None:
+        use_labels = model.labels_for(images.shape[0], use_labels)
     refined = model.refine(images, labels=use_labels, steps=o.steps, seed=o.seed, batch_size=o.batch_size, device=dev,
                            precision=o.precision, progress=o.progress, **options)
     note = replacing(out, fmt)

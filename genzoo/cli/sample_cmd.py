@@ -11,7 +11,8 @@ from .options import (device_from, device_option, options_from, output_options, 
 @click.argument("name")
 @click.option("-o", "--output", default=None, help=f"Output path (default: samples.png / samples.npz / samples/). {OUTPUT_RULE}")
 @output_options
-@click.option("--labels", default=None, help="Class labels: a comma list or a file (conditional models; default i mod C).")
+@click.option("--labels", default=None, help="Class labels, as integers or class names: a comma list (repeated in turn to -n) or "
+              "a file (conditional models; default i mod C).")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Method-specific sample option (repeatable).")
 @click.option("--refine-opt", "refine_opts", multiple=True, metavar="KEY=VALUE",
               help="Refine option for --refine, e.g. eps=1.0 for robust-mnist (repeatable).")

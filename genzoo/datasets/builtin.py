@@ -86,19 +86,25 @@ def _required_file(root: Path, relative: str, name: str, also: str = "") -> Path
     return path
 
 
+DIGITS = tuple(str(d) for d in range(10))
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
 @hookimpl
 def register_datasets(register):
-    register("mnist", load_mnist, shape=(1, 28, 28), num_classes=10, splits={"train": 60000, "test": 10000},
+    register("mnist", load_mnist, shape=(1, 28, 28), num_classes=10, class_names=DIGITS,
+             splits={"train": 60000, "test": 10000},
              files="MNIST/raw/*-ubyte", license=MNIST_LICENSE,
              summary="handwritten digits (torchvision's layout; downloaded when online)")
-    register("cifar10", load_cifar10, shape=(3, 32, 32), num_classes=10, splits={"train": 10000, "test": 10000},
+    register("cifar10", load_cifar10, shape=(3, 32, 32), num_classes=10, class_names=CIFAR10_CLASSES,
+             splits={"train": 10000, "test": 10000},
              files=CIFAR10_SUBSET, license=CIFAR10_LICENSE,
              summary="genzoo's CIFAR-10 subset: training images 0-9,999 and the 10,000 test images, decoded from "
                      "small JPEGs (what the zoo's CIFAR-10 models were trained and scored on)")
-    register("cifar10-full", load_cifar10_full, shape=(3, 32, 32), num_classes=10,
+    register("cifar10-full", load_cifar10_full, shape=(3, 32, 32), num_classes=10, class_names=CIFAR10_CLASSES,
              splits={"train": 50000, "test": 10000}, files=CIFAR10_FULL, license=CIFAR10_LICENSE,
              summary="CIFAR-10 in full through torchvision (downloaded when online)")
-    register("cifar10-exact", load_cifar10_exact, shape=(3, 32, 32), num_classes=10,
+    register("cifar10-exact", load_cifar10_exact, shape=(3, 32, 32), num_classes=10, class_names=CIFAR10_CLASSES,
              splits={"train": 4000, "test": 1000}, files=CIFAR10_EXACT, license=CIFAR10_LICENSE,
              summary="CIFAR-10 training images 0-3,999 and test images 0-999, lossless")
     register("celeba64", load_celeba64, shape=(3, 64, 64),

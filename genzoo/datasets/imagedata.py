@@ -26,6 +26,7 @@ class ImageData:
     images: torch.Tensor
     labels: torch.Tensor | None
     name: str
+    class_names: tuple[str, ...] = ()  # what each label means, when the dataset names its classes
 
     def __post_init__(self) -> None:
         if self.images.dtype != torch.uint8 or self.images.ndim != 4:
@@ -51,7 +52,7 @@ class ImageData:
 
     def subset(self, index: torch.Tensor, name: str | None = None) -> "ImageData":
         labels = None if self.labels is None else self.labels[index]
-        return ImageData(self.images[index], labels, name or self.name)
+        return ImageData(self.images[index], labels, name or self.name, self.class_names)
 
 
 def images_to_uint8_nchw(x: np.ndarray, where: str) -> torch.Tensor:

@@ -31,6 +31,8 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, *, default_sp
     data = as_image_data(entry.load(Path(root).expanduser() if root is not None else default_root(), split),
                          entry.name, split)
     entry.check(data)
+    if entry.class_names and not data.class_names:
+        data = ImageData(data.images, data.labels, data.name, entry.class_names)
     return data
 
 

@@ -53,8 +53,8 @@ from .options import FitOptions
 from .precision import RunPrecision
 from .record import RunRecord
 from .saver import RunSaver
-from .start import (RunPlan, agree, build_state, init_history, load_init, make_accelerator, make_writable, os_errors,
-                    plan_run, seed_everything)
+from .start import (RunPlan, agree, build_state, config_for_data, init_history, load_init, make_accelerator,
+                    make_writable, os_errors, plan_run, seed_everything)
 from .step import TrainStep, broadcast_buffers, single_loss_update
 
 
@@ -103,6 +103,7 @@ class Trainer:
         acc = self.accelerator = make_accelerator(o, self.device)
         with os_errors(), contextlib.ExitStack() as cleanup:
             data = load_dataset(o.dataset, o.data_root) if self.cls.needs_data else None
+            self.config = config_for_data(self.config, o.overrides, data, f"{self.cls.name} config for {o.dataset}")
             if data is not None and len(data) < o.batch_size * o.grad_accum:
                 raise ArgumentError("batch_size", f"dataset {data.name} has {len(data)} images, fewer than one step's "
                                     f"{o.batch_size * o.grad_accum} ({{arg}} x --grad-accum)")

@@ -5,6 +5,7 @@ and shared with every process (:func:`agree`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import random
@@ -17,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ..configs import replace_config
 from ..destinations import os_reason, prove_writable
 from ..errors import ArgumentError, GenzooError
 from ..precision import PrecisionChoice, decide_precision
@@ -163,6 +165,23 @@ def clear_run(out: Path) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
+
+
+def config_for_data(config: Any, overrides: dict[str, Any], data: Any, where: str) -> Any:
+    """``config`` with the fields the training data determines, where ``--set`` did not give them: ``channels``
+    and ``image_size`` from its images, ``class_names`` from a dataset that names its ``num_classes`` classes."""
+    if data is None:
+        return config
+    fields = {f.name for f in dataclasses.fields(config)}
+    channels, height, width = data.image_shape
+    found: dict[str, Any] = {"channels": channels}
+    if height == width:
+        found["image_size"] = height
+    if data.class_names and getattr(config, "num_classes", 0) == len(data.class_names):
+        found["class_names"] = tuple(data.class_names)
+    changed = {key: value for key, value in found.items()
+               if key in fields and key not in overrides and getattr(config, key) != value}
+    return replace_config(config, changed, where=where) if changed else config
 
 
 def build_state(cls: type, config: Any, opts: FitOptions, data: Any) -> ckpt.TrainState:

@@ -55,6 +55,7 @@ class ConsistencyConfig(DenoiserConfig):  # the U-Net, noise levels, refine_sigm
     huber_c: Annotated[float, NonNegative] | None = None  # None: 0.00054 sqrt(C H W) (improved paper); 0: L2 (ECT)
     mid_sigma: Annotated[float, Positive] = 0.821  # the second noise level of the two-step sampler
     optimizer: Literal["adam", "radam"] = "adam"
+    label_dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0  # a conditional model samples with its labels
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -96,14 +97,15 @@ class Consistency(LevelDenoiser, genzoo.Method):
     def __init__(self, config=None):
         super().__init__(config)
         c = self.config
-        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout, c.attention)
+        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout, c.attention, c.num_classes)
 
-    def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
-        """f(x, sigma) = c_skip x + c_out F(c_in x, c_noise), images in [-1, 1] space; sigma per image."""
+    def denoise(self, x: torch.Tensor, sigma: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """f(x, sigma) = c_skip x + c_out F(c_in x, c_noise), images in [-1, 1] space; sigma (and, for a conditional
+        model, the label) per image."""
         c = self.config
         c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, c.sigma_data, c.sigma_min))
         c_noise = c.noise_scale * sigma.log()
-        return c_skip * x + c_out * self.net(c_in * x, c_noise).to(x.dtype)
+        return c_skip * x + c_out * self.net(c_in * x, c_noise, labels).to(x.dtype)
 
     def sample_sigmas(self, steps: int) -> list[float]:
         """sigma_max, then (for more steps) mid_sigma and levels on the rho-schedule between it and sigma_min."""
@@ -119,10 +121,10 @@ class Consistency(LevelDenoiser, genzoo.Method):
         c = self.config
         sigmas = self.sample_sigmas(steps)
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
-        images = self.denoise_at(x, sigmas[0]).clamp(-1, 1)
+        images = self.denoise_at(x, sigmas[0], labels).clamp(-1, 1)
         for j, sigma in enumerate(sigmas[1:], start=1):
             z = noise.child(f"step{j}").randn(*self.image_shape, device=self.device)
-            images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
+            images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma, labels).clamp(-1, 1)
         return to_unit(images)
 
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
@@ -135,7 +137,7 @@ class Consistency(LevelDenoiser, genzoo.Method):
         images = to_signed(x)
         for r in range(rounds):
             z = noise.child(f"round{r}").randn(*self.image_shape, device=self.device)
-            images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma).clamp(-1, 1)
+            images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma, labels).clamp(-1, 1)
         return to_unit(images)
 
     # -- training ----------------------------------------------------------------------------
@@ -148,12 +150,13 @@ class Consistency(LevelDenoiser, genzoo.Method):
         else:
             high, low, logged = self._ict_pair(x.shape[0], int(batch["step"]), x.device)
         z = torch.randn_like(x)
+        labels = self.drop_labels(batch.get("y"), c.label_dropout)  # one draw: teacher and student see the same
         boundary = (low <= c.sigma_min).view(-1, 1, 1, 1)  # f(y, sigma) = y at and below sigma_min
         with shared_randomness(x.device) as again:
             with torch.no_grad():  # the teacher: the same network, its output held fixed
-                teacher = self.denoise(x + low.view(-1, 1, 1, 1) * z, low.clamp_min(c.sigma_min))
+                teacher = self.denoise(x + low.view(-1, 1, 1, 1) * z, low.clamp_min(c.sigma_min), labels)
             again()  # the student draws the teacher's dropout mask
-            student = self.denoise(x + high.view(-1, 1, 1, 1) * z, high)
+            student = self.denoise(x + high.view(-1, 1, 1, 1) * z, high, labels)
         target = torch.where(boundary, x + low.view(-1, 1, 1, 1) * z, teacher)
         huber_c = c.huber_c if c.huber_c is not None else 0.00054 * math.sqrt(x[0].numel())
         distance = pseudo_huber(student.float(), target.float(), huber_c)

@@ -1,9 +1,11 @@
 """EDM: a diffusion model with Karras et al.'s preconditioning, loss and Heun sampler.
 
 D(x, sigma) = c_skip x + c_out F(c_in x, c_noise) denoises an image at any noise level; it is trained by
-weighted regression onto the clean image at lognormally drawn levels. sample = Heun's method from sigma_max
-to 0, deterministic or with EDM's churn (Algorithm 2), optionally autoguided by a weaker EDM model of the
-same data (Karras et al., NeurIPS 2024); refine = noise an image to a level and solve back (SDEdit).
+weighted regression onto the clean image at lognormally drawn levels. With ``num_classes`` the network also takes
+a class label, dropped for a fraction of the training images so that it denoises with and without one. sample =
+Heun's method from sigma_max to 0, deterministic or with EDM's churn (Algorithm 2), optionally autoguided by a
+weaker EDM model of the same data (Karras et al., NeurIPS 2024) or, for a conditional model, guided by its own
+unconditional denoiser (classifier-free guidance); refine = noise an image to a level and solve back (SDEdit).
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from typing import Annotated
 import torch
 
 import genzoo
-from genzoo.blocks import DenoiserConfig, LevelDenoiser, UNet, c_noise, edm_scalings, karras_sigmas, to_signed, to_unit
+from genzoo.blocks import (Churn, Denoiser, DenoiserConfig, LevelDenoiser, UNet, c_noise, edm_scalings, guided, heun,
+                           karras_sigmas, to_signed, to_unit)
 from genzoo.configs import NonNegative, Positive, Range
-
-from .sampler import Churn, Denoiser, heun
 
 PAPER = """@inproceedings{karras2022elucidating,
   title     = {Elucidating the Design Space of Diffusion-Based Generative Models},
@@ -42,6 +43,7 @@ class EDMConfig(DenoiserConfig):  # the U-Net, noise levels, refine_sigma and op
     s_noise: Annotated[float, Positive] = 1.003  # scale of the churn's fresh noise
     guide: str | None = None  # autoguidance: a weaker EDM model of the same data (name or directory)
     guidance: Annotated[float, NonNegative] = 1.0  # w in D = w D_self + (1 - w) D_guide; 1: no guide
+    cfg: Annotated[float, NonNegative] = 1.0  # classifier-free guidance w in D_uncond + w (D_cond - D_uncond); 1: none
     refine_steps: Annotated[int, Range(0, MAX_STEPS)] = 10  # Heun steps from refine_sigma back to 0
     warmup_steps: Annotated[int, Range(0)] = 200
 
@@ -49,6 +51,8 @@ class EDMConfig(DenoiserConfig):  # the U-Net, noise levels, refine_sigma and op
         super().__post_init__()
         if self.s_tmin > self.s_tmax:
             raise ValueError(f"s_tmin must not exceed s_tmax, got {self.s_tmin} and {self.s_tmax}")
+        if self.cfg != 1 and not self.num_classes:
+            raise ValueError(f"cfg {self.cfg:g} needs a class-conditional model (num_classes > 0)")
 
 
 class EDM(LevelDenoiser, genzoo.Method):
@@ -60,7 +64,8 @@ class EDM(LevelDenoiser, genzoo.Method):
     paper = PAPER
     sample_options = {"steps": Annotated[int, Range(1, MAX_STEPS)], "s_churn": Annotated[float, NonNegative],
                       "s_tmin": Annotated[float, NonNegative], "s_tmax": Annotated[float, NonNegative],
-                      "s_noise": Annotated[float, Positive], "guide": str, "guidance": Annotated[float, NonNegative]}
+                      "s_noise": Annotated[float, Positive], "guide": str, "guidance": Annotated[float, NonNegative],
+                      "cfg": Annotated[float, NonNegative]}
     refine_options = {"sigma": Annotated[float, Positive]}
     # Each Heun step feeds the last one's rounding into the next network call, and oneDNN rounds
     # differently for different batch sizes.
@@ -69,19 +74,14 @@ class EDM(LevelDenoiser, genzoo.Method):
     def __init__(self, config=None):
         super().__init__(config)
         c = self.config
-        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout, c.attention)
+        self.net = UNet(c.channels, c.width, c.levels, c.blocks, c.dropout, c.attention, c.num_classes)
         self._guides: dict[str, EDM] = {}  # autoguidance models, loaded on first use and never saved with this one
 
-    def denoise(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
-        """D(x, sigma): the clean image estimated from x (in [-1, 1] space) at noise level sigma (per image)."""
+    def denoise(self, x: torch.Tensor, sigma: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        """D(x, sigma): the clean image estimated from x (in [-1, 1] space) at noise level sigma (per image), given
+        each image's label (a conditional model; None or NO_LABEL: unconditional)."""
         c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, self.config.sigma_data))
-        return c_skip * x + c_out * self.net(c_in * x, c_noise(sigma)).to(x.dtype)
-
-    def heun(self, x: torch.Tensor, sigmas: list[float], churn: Churn = Churn(), noise: genzoo.Noise | None = None,
-             denoise=None) -> torch.Tensor:
-        """Heun's method on dx/dsigma = (x - D(x, sigma)) / sigma through ``sigmas`` (descending, ending at 0);
-        with ``churn``, EDM's stochastic sampler, drawing its fresh noise from ``noise``."""
-        return heun(denoise or self.denoise_at, x, sigmas, churn, noise, self.track)
+        return c_skip * x + c_out * self.net(c_in * x, c_noise(sigma), labels).to(x.dtype)
 
     def schedule(self, steps: int, sigma_max: float | None = None) -> list[float]:
         """``steps`` levels from sigma_max (or the given level) down to sigma_min on the rho-schedule, then 0."""
@@ -89,26 +89,33 @@ class EDM(LevelDenoiser, genzoo.Method):
         top = c.sigma_max if sigma_max is None else sigma_max
         return [float(s) for s in karras_sigmas(steps, c.sigma_min, top, c.rho).flip(0)] + [0.0]
 
-    def network_calls(self, steps: int | None = None, guidance: float | None = None) -> int:
+    def network_calls(self, steps: int | None = None, guidance: float | None = None, cfg: float | None = None) -> int:
         """Network calls of a Heun sample of ``steps`` steps (the last step is a plain Euler step), the
-        guide's counted: an autoguided sample calls both networks at every level."""
+        guide's counted: a guided sample (autoguidance or classifier-free) calls two denoisers at every level."""
         c = self.config
         calls = 2 * (c.sample_steps if steps is None else steps) - 1
-        return calls * (1 if (c.guidance if guidance is None else guidance) == 1 else 2)
+        guiding = (c.guidance if guidance is None else guidance) != 1 or (c.cfg if cfg is None else cfg) != 1
+        return calls * (2 if guiding else 1)
 
-    def guided(self, guide: str | None, guidance: float) -> Denoiser:
-        """D itself, or w D(x, sigma) + (1 - w) D_guide(x, sigma) with the weaker model ``guide`` (autoguidance)."""
+    def guided(self, labels: torch.Tensor | None, guide: str | None, guidance: float, cfg: float = 1.0) -> Denoiser:
+        """D itself (with ``labels``); w D + (1 - w) D_guide with the weaker model ``guide`` (autoguidance); or
+        D_uncond + w (D_cond - D_uncond) with this model's own unconditional denoiser (classifier-free guidance)."""
+        own = self.denoiser(labels)
+        if guidance != 1 and cfg != 1:
+            raise genzoo.GenzooError(f"edm sample: choose one guidance: autoguidance (guidance {guidance:g}) or "
+                                     f"classifier-free guidance (cfg {cfg:g}); set the other to 1")
+        if cfg != 1:
+            if not self.num_classes:
+                raise genzoo.GenzooError(f"edm sample: cfg {cfg:g} needs a class-conditional model; this one is "
+                                         "unconditional (use autoguidance: --opt guide=MODEL --opt guidance=W)")
+            return guided(own, self.denoiser(None), cfg)
         if guidance == 1:
-            return self.denoise_at
+            return own
         if not guide:
             raise genzoo.GenzooError(f"edm sample: guidance {guidance:g} needs a guide model; "
                                      "add --opt guide=MODEL (a weaker EDM model of the same data)")
         weaker = self._guide(guide)
-
-        def denoise(x: torch.Tensor, sigma: float) -> torch.Tensor:
-            strong = self.denoise_at(x, sigma)
-            return torch.lerp(weaker.denoise_at(x, sigma), strong, guidance)
-        return denoise
+        return guided(own, weaker.denoiser(labels if weaker.num_classes else None), guidance)
 
     def _guide(self, name: str) -> "EDM":
         if name not in self._guides:
@@ -130,16 +137,17 @@ class EDM(LevelDenoiser, genzoo.Method):
 
     def sample_batch(self, noise, labels, steps: int | None = None, s_churn: float | None = None,
                      s_tmin: float | None = None, s_tmax: float | None = None, s_noise: float | None = None,
-                     guide: str | None = None, guidance: float | None = None):
+                     guide: str | None = None, guidance: float | None = None, cfg: float | None = None):
         c = self.config
         steps = self._steps(c.sample_steps if steps is None else steps, "sample", "steps", low=1)
         churn = Churn(*(c_value if value is None else float(value) for value, c_value in
                         ((s_churn, c.s_churn), (s_tmin, c.s_tmin), (s_tmax, c.s_tmax), (s_noise, c.s_noise))))
         if churn.tmin > churn.tmax:
             raise genzoo.GenzooError(f"edm sample: s_tmin must not exceed s_tmax, got {churn.tmin:g} and {churn.tmax:g}")
-        denoise = self.guided(c.guide if guide is None else guide, c.guidance if guidance is None else float(guidance))
+        denoise = self.guided(labels, c.guide if guide is None else guide,
+                              c.guidance if guidance is None else float(guidance), c.cfg if cfg is None else float(cfg))
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
-        x = self.heun(x, self.schedule(steps), churn, noise.child("churn"), denoise)
+        x = heun(denoise, x, self.schedule(steps), churn, noise.child("churn"), self.track)
         return to_unit(x, clamp=True)
 
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
@@ -150,7 +158,7 @@ class EDM(LevelDenoiser, genzoo.Method):
         if steps == 0:
             return x
         noisy = to_signed(x) + sigma * noise.randn(*self.image_shape, device=self.device)
-        return to_unit(self.heun(noisy, self.schedule(steps, sigma)), clamp=True)
+        return to_unit(heun(self.denoiser(labels), noisy, self.schedule(steps, sigma), track=self.track), clamp=True)
 
     def _steps(self, steps: int, verb: str, option: str, low: int) -> int:
         if isinstance(steps, bool) or not isinstance(steps, int) or not low <= steps <= MAX_STEPS:
@@ -164,8 +172,9 @@ class EDM(LevelDenoiser, genzoo.Method):
         x = to_signed(batch["x"])
         sigma = (torch.randn(x.shape[0], device=x.device) * c.p_std + c.p_mean).exp()
         noisy = x + sigma.view(-1, 1, 1, 1) * torch.randn_like(x)
+        labels = self.drop_labels(batch.get("y"), c.label_dropout)
         weight = (sigma ** 2 + c.sigma_data ** 2) / (sigma * c.sigma_data) ** 2  # EDM's lambda(sigma)
-        error = (self.denoise(noisy, sigma).float() - x).square().flatten(1).mean(1)
+        error = (self.denoise(noisy, sigma, labels).float() - x).square().flatten(1).mean(1)
         return {"loss": (weight * error).mean(), "mse": error.mean()}
 
     def configure_optimizers(self):
