@@ -61,7 +61,7 @@ class Method(nn.Module):
       sample_batch(noise, labels, **options)             -> images in [0, 1]
       refine_batch(x, labels, noise, steps, **options)   -> images in [0, 1]
       training_step(batch) -> {"loss": tensor, ...}, or update(step) -> {name: scalar}  (fit; one of the two)
-      configure_optimizers(); setup_fit(data)
+      configure_optimizers(total_steps); setup_fit(data)
 
     ``sample_batch`` and ``refine_batch`` run in eval mode under ``torch.no_grad()``; a hook that
     needs input gradients (a refiner) opens ``torch.enable_grad()`` itself. ``forward`` is free for
@@ -89,7 +89,7 @@ class Method(nn.Module):
     update_period: ClassVar[int] = 1
     fp32_training: ClassVar[str] = ""
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
-    fit_steps: int | None = None  # the run's total --steps while genzoo fit builds optimisers and schedules
+    fit_steps: int | None = None  # deprecated: set for a configure_optimizers() that takes no total_steps
     _steps_shown: bool = False  # whether track() shows a bar: set while sample/refine run with progress
 
     def __init__(self, config: Any = None):
@@ -259,8 +259,9 @@ class Method(nn.Module):
 
         ``batch["x"]`` is float NCHW in [0, 1] on the training device, ``batch["y"]`` the labels
         (or None), ``batch["size"]`` the batch size of this process, ``batch["step"]`` the index of
-        the optimisation step (0-based; for schedules that a method keeps itself); methods with
-        ``needs_data = False`` get ``{"x": None, "y": None, "size": n, "step": t}``. Every scalar
+        the optimisation step (0-based) and ``batch["steps"]`` the run's total (for a curriculum that a
+        method keeps itself: declare it in :meth:`follows_total_steps`); methods with ``needs_data =
+        False`` get ``{"x": None, "y": None, "size": n, "step": t, "steps": T}``. Every scalar
         besides ``loss`` is logged.
         """
         raise NotImplementedError
@@ -276,11 +277,17 @@ class Method(nn.Module):
         """
         raise NotImplementedError
 
-    def configure_optimizers(self) -> Any:
-        """The optimiser(s), optionally with learning-rate scheduler(s): one optimiser, a list of them,
-        or ``(optimizers, schedulers)``. Schedulers step once per optimisation step; ``self.fit_steps``
-        holds the run's total ``--steps`` (see :func:`genzoo.schedules.warmup_cosine`)."""
+    def configure_optimizers(self, total_steps: int) -> Any:
+        """The optimiser(s) for a run of ``total_steps`` (``--steps``), optionally with learning-rate scheduler(s):
+        one optimiser, a list of them, or ``(optimizers, schedulers)``. Schedulers step once per optimisation step
+        (see :func:`genzoo.schedules.warmup_cosine`). A method may leave out ``total_steps``; genzoo then sets
+        ``self.fit_steps`` before calling it (deprecated)."""
         raise NotImplementedError(f"method {self.name!r} does not define configure_optimizers()")
+
+    def follows_total_steps(self) -> str:
+        """What of the method's training, besides its schedulers, is spread over the run's total ``--steps`` (e.g.
+        "a curriculum"; "" for nothing): a ``--resume`` that changes ``--steps`` is then refused."""
+        return ""
 
     def setup_fit(self, data: Any) -> None:
         """Called once before training with the training data (None for data-free methods)."""

@@ -1,8 +1,8 @@
 """Learning-rate schedules a method can return from ``configure_optimizers`` with its optimisers.
 
-    def configure_optimizers(self):
+    def configure_optimizers(self, total_steps):
         opt = torch.optim.Adam(self.parameters(), lr=self.config.lr)
-        return [opt], [genzoo.schedules.warmup_cosine(opt, warmup_steps=500, total_steps=self.fit_steps)]
+        return [opt], [genzoo.schedules.warmup_cosine(opt, warmup_steps=500, total_steps=total_steps)]
 
 Any ``torch.optim.lr_scheduler`` works too; the loop steps each scheduler once per optimisation
 step and saves its state in every checkpoint, so a resumed run follows the same schedule.
@@ -40,10 +40,10 @@ def warmup_cosine(optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_
                   final_ratio: float = 0.0) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up for ``warmup_steps``, then cosine decay to ``final_ratio`` x lr at ``total_steps``.
 
-    Pass ``total_steps=self.fit_steps`` to decay over the whole ``genzoo fit --steps``.
+    Pass configure_optimizers' ``total_steps`` to decay over the whole ``genzoo fit --steps``.
     """
     if total_steps is None:
-        raise GenzooError("warmup_cosine needs total_steps: inside configure_optimizers pass self.fit_steps")
+        raise GenzooError("warmup_cosine needs total_steps: pass configure_optimizers' total_steps (the run's --steps)")
     if warmup_steps < 0 or total_steps < 1 or warmup_steps > total_steps:
         raise GenzooError(f"warmup_cosine needs 0 <= warmup_steps <= total_steps, got {warmup_steps} and {total_steps}")
     if not 0 <= final_ratio <= 1:

@@ -18,6 +18,9 @@ what. Images are compared up to ``TOLERANCE`` (1e-5): oneDNN picks different ker
 batch sizes, so "the same image" means equal to float rounding (about 1e-6 measured), not bit for
 bit. A method whose sampler amplifies that rounding (many steps, each feeding the next) declares a
 larger ``image_tolerance`` of its own.
+
+Importing this module pins torch to one CPU thread, as genzoo's own suite does: a test process among
+others on a busy machine runs many times slower with threads that compete for the cores.
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ from .method import VERBS, Method
 from .entries import MethodEntry
 from .plugins import get_host
 from .seeding import Noise
-from .training.step import split_optimizers
+from .training.step import optimizers_of
 from .training.loop import fit
 from .training.step import TrainStep, describe_parameters
 from .weights import load_model_dir, save_pretrained
+
+torch.set_num_threads(1)
 
 TOLERANCE = 1e-5  # largest absolute difference allowed between two computations of one image
 NOISE_DRAWS = ("randn", "rand", "generators")  # how a hook draws from its Noise
@@ -337,7 +342,7 @@ def check_training_step(cls: type, config: dict[str, Any] | None) -> None:
     model, optimizers, data = _fit_ready(cls, config, len(steps))
     stepped: set[int] = set()
     for t in steps:
-        batch = _kit_batch(data, t, 4)
+        batch = _kit_batch(data, t, 4, len(KIT_STEPS))
         if cls.owns_update():
             stepped |= _one_update(rule, model, optimizers, batch, t)
         else:
@@ -355,18 +360,17 @@ def _fit_ready(cls: type, config: dict[str, Any] | None, steps: int = len(KIT_ST
                ) -> tuple[Method, list[torch.optim.Optimizer], Any]:
     model = _build(cls, config)
     data = synthetic_dataset(model, 8) if cls.needs_data else None
-    model.fit_steps = steps
     model.setup_fit(data)
-    optimizers, _ = split_optimizers(model.configure_optimizers(), cls.name)
+    optimizers, _ = optimizers_of(model, steps)
     model.train()
     return model, optimizers, data
 
 
-def _kit_batch(data: Any, step: int, size: int) -> dict[str, Any]:
+def _kit_batch(data: Any, step: int, size: int, steps: int) -> dict[str, Any]:
     if data is None:
-        return {"x": None, "y": None, "size": size, "step": step}
+        return {"x": None, "y": None, "size": size, "step": step, "steps": steps}
     return {"x": data.floats()[:size], "y": data.labels[:size] if data.labels is not None else None, "size": size,
-            "step": step}
+            "step": step, "steps": steps}
 
 
 def _one_training_step(rule: str, model: Method, batch: dict[str, Any], t: int) -> None:

@@ -1,11 +1,13 @@
 """Consistency models: the schedule's maths, the boundary condition, the sampler, refine's rounds, and
 that training pulls one-step samples onto the data."""
 
+import json
 import math
 
 import pytest
 import torch
 
+import genzoo
 from genzoo.testing import parametrize_with_checks
 from genzoo_consistency import Consistency
 from genzoo_consistency.schedule import curriculum, lognormal_weights, pseudo_huber
@@ -104,7 +106,7 @@ def test_training_pulls_one_step_samples_onto_a_single_image():
     target = torch.zeros(1, 1, 8, 8)
     target[..., :4] = 1
     before = (model.sample(16, seed=0) - target).abs().mean().item()
-    optimizer = model.configure_optimizers()
+    optimizer = model.configure_optimizers(150)
     for step in range(150):
         loss = model.training_step({"x": target.expand(32, 1, 8, 8), "y": None, "size": 32, "step": step})["loss"]
         optimizer.zero_grad()
@@ -143,7 +145,6 @@ def test_student_and_teacher_draw_one_dropout_mask_in_a_training_step():
     """The teacher's pass and the student's pass of one training step see the same dropout mask; two
     passes outside the step draw two (so the hooks would see a difference if there were one)."""
     model = Consistency({**TINY, "dropout": 0.5})
-    model.fit_steps = 10
     model.train()
     masks = []
     for module in model.modules():
@@ -188,3 +189,18 @@ def test_consistency_tuning_starts_from_an_edm_model_of_the_same_network(tmp_pat
         genzoo.fit("consistency", steps=2, out=tmp_path / "wide", init=str(edm), config={**TINY, "width": 16}, **common)
     with pytest.raises(GenzooError, match="holds a 'consistency' model; edm starts from 'edm' models"):
         genzoo.fit("edm", steps=2, out=tmp_path / "back", init=str(tuned), config=TINY, **common)
+
+
+def test_a_resume_that_would_respace_the_curriculum_is_refused_and_a_fixed_one_may_grow(toy_npz, tmp_path):
+    """The ict curriculum spreads its discretisations over the run's --steps: a resume with other --steps would
+    re-space it, so it is refused; with curriculum_steps fixed, nothing depends on the total and the run grows."""
+    config = {**TINY, "s0": 2, "s1": 8}
+    common = {"dataset": f"npz:{toy_npz}", "batch_size": 8, "progress": False, "sample_every": 0,
+              "checkpoint_every": 2}
+    run = genzoo.fit("consistency", steps=2, out=tmp_path / "run", config=config, **common)
+    with pytest.raises(genzoo.ArgumentError, match="follows a curriculum over steps 2; resume it with steps 2"):
+        genzoo.fit("consistency", steps=4, out=run, config=config, resume=True, **common)
+    fixed = genzoo.fit("consistency", steps=2, out=tmp_path / "fixed", config={**config, "curriculum_steps": 4},
+                       **common)
+    genzoo.fit("consistency", steps=4, out=fixed, config={**config, "curriculum_steps": 4}, resume=True, **common)
+    assert json.loads((fixed / "fit.json").read_text())["options"]["steps"] == 4

@@ -31,16 +31,22 @@ VERBS = {
 @click.group(cls=LazyGroup, verbs=VERBS, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Plugins add verbs of their own: `genzoo plugins` lists them.")
 @click.version_option(package_name="genzoo")
-def cli() -> None:
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="CPU threads torch uses (default: $GENZOO_THREADS, else the cores this process may use, fewer "
+                   "when the machine's load shows other work holds them).")
+def cli(threads: int | None) -> None:
     """genzoo: a zoo of generative models behind one interface.
 
     \b
-    genzoo sample ign -n 64 -o samples.png      # images from a pretrained model
-    genzoo list                                  # the catalogue of pretrained models
+    genzoo sample ign -n 64 -o samples.png  # images from a pretrained model
+    genzoo list                             # the catalogue of pretrained models
     genzoo fit ign --dataset mnist --data-root DIR --steps 20000 --out runs/my-ign
-                                                 # train a method on the data under DIR
-                                                 # (the test suite runs it with --steps 2)
+        # train a method on the data under DIR
+        # (the test suite runs it with --steps 2)
     """
+    from ..threads import configure_threads
+
+    configure_threads(threads)
 
 
 def main() -> None:

@@ -24,10 +24,10 @@ class BatchSampler:
     """The micro-batches of one process: ``micro_batches(step)`` gives that step's ``grad_accum`` of them."""
 
     def __init__(self, data: ImageData | None, *, seed: int, batch_size: int, grad_accum: int = 1,
-                 processes: int = 1, rank: int = 0, hflip: bool = False):
+                 processes: int = 1, rank: int = 0, hflip: bool = False, total_steps: int | None = None):
         if batch_size % processes:
             raise ValueError(f"batch size {batch_size} is not divisible by {processes} processes")
-        self.data, self.seed, self.hflip = data, seed, hflip
+        self.data, self.seed, self.hflip, self.total_steps = data, seed, hflip, total_steps
         self.batch_size, self.grad_accum, self.rank = batch_size, grad_accum, rank
         self.local = batch_size // processes  # images of one micro-batch on this process
         self._epoch: int | None = None
@@ -41,9 +41,10 @@ class BatchSampler:
         return [self.batch(step, micro, device) for micro in range(self.grad_accum)]
 
     def batch(self, step: int, micro: int = 0, device: torch.device | str = "cpu") -> dict[str, Any]:
-        """Micro-batch ``micro`` of step ``step`` for this process: ``{"x", "y", "size", "step"}``."""
+        """Micro-batch ``micro`` of step ``step`` for this process: ``{"x", "y", "size", "step", "steps"}``
+        (``steps``: the run's total)."""
         if self.data is None:
-            return {"x": None, "y": None, "size": self.local, "step": step}
+            return {"x": None, "y": None, "size": self.local, "step": step, "steps": self.total_steps}
         n = len(self.data)
         epoch, position = divmod(step, n // self.per_step)
         if self._epoch != epoch:
@@ -57,7 +58,7 @@ class BatchSampler:
         if self.hflip:
             x = mirrored_half(x, image_seed(self.seed, step, "hflip"), offset, self.per_step)
         y = self.data.labels[index].to(device) if self.data.labels is not None else None
-        return {"x": x.to(device), "y": y, "size": self.local, "step": step}
+        return {"x": x.to(device), "y": y, "size": self.local, "step": step, "steps": self.total_steps}
 
 
 FINGERPRINT_IMAGES = 4096  # images hashed at most: evenly spaced over the set

@@ -116,7 +116,8 @@ class Trainer:
                 lock.acquire()
                 cleanup.callback(lock.release)
             sampler = BatchSampler(data, seed=o.seed, batch_size=o.batch_size, grad_accum=o.grad_accum,
-                                   processes=acc.num_processes, rank=acc.process_index, hflip=o.hflip)
+                                   processes=acc.num_processes, rank=acc.process_index, hflip=o.hflip,
+                                   total_steps=o.steps)
             state = self.state = build_state(self.cls, self.config, o, data)
             self.fingerprint = data_fingerprint(data) if acc.is_main_process else None
             if o.init:

@@ -23,7 +23,7 @@ from ..hardware import device_name
 from ..method import Method
 from ..precision import PrecisionChoice, autocast, cpu_has_native_bf16, decide_precision, timed, warn_emulated_bf16
 from .batches import BatchSampler
-from .step import TrainStep, single_loss_update, split_optimizers
+from .step import TrainStep, optimizers_of, single_loss_update
 
 
 class RunPrecision:
@@ -77,7 +77,7 @@ class StepProbe:
 
     def __call__(self, precision: str) -> float:
         model = copy.deepcopy(self.model).to(self.device).train()
-        optimizers, _ = split_optimizers(model.configure_optimizers(), model.name)
+        optimizers, _ = optimizers_of(model, self.sampler.total_steps or 1)
         batches = self.sampler.micro_batches(0, self.device)[:1]
 
         def one_step() -> None:

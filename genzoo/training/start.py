@@ -29,7 +29,7 @@ from .ema import EMA
 from .options import FitOptions
 from .precision import check_runnable, decide
 from .record import FIT_FILE, METRICS_FILE, compare_settings, read_run_file
-from .step import split_optimizers
+from .step import optimizers_of
 
 RUN_FILES = (FIT_FILE, METRICS_FILE, "losses.png", "samples", ckpt.FOLDER, "trackers", "config.json", WEIGHTS_FILE)
 
@@ -98,10 +98,10 @@ def plan_run(out: Path, opts: FitOptions, state: ckpt.TrainState, sampler: Batch
         return RunPlan(saved, None, 0, choice, settings)
     changes = compare_settings(out, saved["settings"], settings, opts.allow_changes)
     saved_steps = (saved.get("options") or {}).get("steps")
-    if state.schedulers and saved_steps is not None and saved_steps != opts.steps:
-        raise ArgumentError("steps", f"the run in {out} follows a learning-rate schedule over {{arg}} {saved_steps}; "
-                            f"resume it with {{arg}} {saved_steps} (a schedule cannot be stretched), or start a new "
-                            f"run from it with --init")
+    follows = "a learning-rate schedule" if state.schedulers else state.model.follows_total_steps()
+    if follows and saved_steps is not None and saved_steps != opts.steps:
+        raise ArgumentError("steps", f"the run in {out} follows {follows} over {{arg}} {saved_steps}; resume it with "
+                            f"{{arg}} {saved_steps} (it cannot be stretched), or start a new run from it with --init")
     step = ckpt.read_state(checkpoint)["step"]
     if step < opts.steps:
         check_runnable(choice, device, out)
@@ -188,9 +188,8 @@ def build_state(cls: type, config: Any, opts: FitOptions, data: Any) -> ckpt.Tra
     """The method, its EMA, optimisers and schedulers, from the seed."""
     seed_everything(opts.seed)  # the same initial weights in every process
     model = cls(config)
-    model.fit_steps = opts.steps
     model.setup_fit(data)
-    optimizers, schedulers = split_optimizers(model.configure_optimizers(), cls.name)
+    optimizers, schedulers = optimizers_of(model, opts.steps)
     return ckpt.TrainState(model, EMA.of(model), optimizers, schedulers)
 
 

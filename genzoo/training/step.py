@@ -30,6 +30,7 @@ the loop seeds per process and checkpoints, or from :meth:`TrainStep.generator`,
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Any, Callable, Iterator
 
 import torch
@@ -218,6 +219,18 @@ def single_loss_update(method: nn.Module, step: TrainStep) -> dict[str, torch.Te
     if not step.stepped:
         raise GenzooError(f"{name}.training_step's loss sent no gradient to any parameter at step {step.index}")
     return totals
+
+
+def optimizers_of(model: nn.Module, total_steps: int) -> tuple[list[torch.optim.Optimizer], list[Any]]:
+    """The method's optimisers and schedulers for a run of ``total_steps``: ``configure_optimizers(total_steps)``;
+    a method whose configure_optimizers takes no argument reads ``self.fit_steps`` instead (deprecated)."""
+    configure = model.configure_optimizers
+    if inspect.signature(configure).parameters:
+        returned = configure(total_steps)
+    else:
+        model.fit_steps = total_steps
+        returned = configure()
+    return split_optimizers(returned, model.name)
 
 
 def split_optimizers(returned: Any, name: str) -> tuple[list[torch.optim.Optimizer], list[Any]]:

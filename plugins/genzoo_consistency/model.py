@@ -148,7 +148,7 @@ class Consistency(LevelDenoiser, genzoo.Method):
         if c.training == "ect":
             high, low, logged = self._ect_pair(x.shape[0], int(batch["step"]), x.device)
         else:
-            high, low, logged = self._ict_pair(x.shape[0], int(batch["step"]), x.device)
+            high, low, logged = self._ict_pair(x.shape[0], int(batch["step"]), batch.get("steps"), x.device)
         z = torch.randn_like(x)
         labels = self.drop_labels(batch.get("y"), c.label_dropout)  # one draw: teacher and student see the same
         boundary = (low <= c.sigma_min).view(-1, 1, 1, 1)  # f(y, sigma) = y at and below sigma_min
@@ -163,10 +163,12 @@ class Consistency(LevelDenoiser, genzoo.Method):
         loss = (distance / (high - low)).mean()
         return {"loss": loss, "distance": distance.mean(), **logged}
 
-    def _ict_pair(self, n: int, step: int, device) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        """Adjacent levels of the curriculum's discretisation, drawn by their lognormal mass (improved CT)."""
+    def _ict_pair(self, n: int, step: int, total: int | None, device
+                  ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Adjacent levels of the curriculum's discretisation over ``total`` steps (the run's, unless
+        curriculum_steps says), drawn by their lognormal mass (improved CT)."""
         c = self.config
-        levels = curriculum(step, c.curriculum_steps or self.fit_steps or 1, c.s0, c.s1)
+        levels = curriculum(step, c.curriculum_steps or total or 1, c.s0, c.s1)
         sigmas = karras_sigmas(levels, c.sigma_min, c.sigma_max, c.rho)
         index = torch.multinomial(lognormal_weights(sigmas, c.p_mean, c.p_std), n, replacement=True)
         high, low = sigmas[index + 1].float().to(device), sigmas[index].float().to(device)
@@ -180,7 +182,11 @@ class Consistency(LevelDenoiser, genzoo.Method):
         shrink = (1 + c.ect_k * torch.sigmoid(-c.ect_b * t)) / c.ect_q ** (stage + 1)
         return t, (t * (1 - shrink)).clamp_min(0), {"stage": torch.tensor(float(stage))}
 
-    def configure_optimizers(self):
+    def follows_total_steps(self) -> str:
+        c = self.config
+        return "a curriculum" if c.training == "ict" and c.curriculum_steps is None else ""
+
+    def configure_optimizers(self, total_steps: int):
         c = self.config
         optimizer = torch.optim.RAdam if c.optimizer == "radam" else torch.optim.Adam
         return optimizer(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))

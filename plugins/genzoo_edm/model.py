@@ -177,9 +177,9 @@ class EDM(LevelDenoiser, genzoo.Method):
         error = (self.denoise(noisy, sigma, labels).float() - x).square().flatten(1).mean(1)
         return {"loss": (weight * error).mean(), "mse": error.mean()}
 
-    def configure_optimizers(self):
+    def configure_optimizers(self, total_steps: int):
         c = self.config
         optimizer = torch.optim.Adam(self.net.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))
-        total = self.fit_steps or max(c.warmup_steps, 1)
+        total = max(total_steps, 1)
         return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=min(c.warmup_steps, total),
                                                             total_steps=total, final_ratio=0.05)]

@@ -104,12 +104,12 @@ class FeatureClassifier(genzoo.Method):
             x = rotate(x, y)
         return x, y
 
-    def configure_optimizers(self):
+    def configure_optimizers(self, total_steps: int):
         c = self.config
         optimizer = torch.optim.AdamW(self.parameters(), lr=c.lr, weight_decay=c.weight_decay)
         if c.schedule == "constant":
             return optimizer
-        return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=0, total_steps=self.fit_steps)]
+        return [optimizer], [genzoo.schedules.warmup_cosine(optimizer, warmup_steps=0, total_steps=total_steps)]
 
 
 def rotate(x: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:

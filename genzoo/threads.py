@@ -1,0 +1,81 @@
+"""How many CPU threads torch uses: set once, before torch starts its thread pool.
+
+``--threads N`` (``genzoo --threads N VERB``), ``GENZOO_THREADS`` or ``OMP_NUM_THREADS``, else the cores this process may use
+(its CPU affinity) shared between the processes ``accelerate launch`` started on this machine. When the
+machine's load shows other work already holds the cores, the threads are fewer: spinning OpenMP threads
+that wait for a core cost far more than they give (docs/results.md, threads), and genzoo says so in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+THREADS_ENV = "GENZOO_THREADS"
+_OMP = "OMP_NUM_THREADS"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def busy_cores(cores: int) -> int:
+    """How many of ``cores`` other work holds now: the one-minute load average, rounded, at most ``cores``."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0
+    return max(0, min(cores, int(load + 0.5)))
+
+
+def choose_threads(requested: int | None, cores: int, processes: int, busy: int) -> tuple[int, str]:
+    """The thread count and, when it was lowered for a busy machine, the sentence that says so ("" otherwise)."""
+    if requested is not None:
+        return requested, ""
+    share = max(1, cores // max(1, processes))
+    free = max(1, (cores - busy) // max(1, processes))
+    if free >= share:
+        return share, ""
+    return free, (f"threads: {free} of {share} (this machine's load shows {busy} of its {cores} cores busy with other "
+                  f"work; --threads N or {THREADS_ENV} sets it)")
+
+
+def requested_threads(option: int | None) -> int | None:
+    """``--threads``, else ``GENZOO_THREADS``, else ``OMP_NUM_THREADS`` (a choice made for OpenMP itself); refused in
+    one sentence unless a positive integer."""
+    if option is not None:
+        value, where = option, "--threads"
+    else:
+        where = next((name for name in (THREADS_ENV, _OMP) if os.environ.get(name, "").strip()), None)
+        if where is None:
+            return None
+        value = os.environ[where].strip()
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        from .errors import GenzooError
+
+        raise GenzooError(f"{where} must be a positive integer (the CPU threads torch uses), got {value!r}")
+    return number
+
+
+def configure_threads(option: int | None = None, say=None) -> int:
+    """Set torch's CPU threads for this process, once, before torch starts them; returns the count."""
+    processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    cores = usable_cores()
+    threads, notice = choose_threads(requested_threads(option), cores, processes, busy_cores(cores))
+    os.environ[_OMP] = str(threads)  # torch reads it when it starts; subprocesses inherit it
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    if notice:
+        (say or (lambda text: print(text, file=sys.stderr)))(notice)
+    return threads
+
+
+__all__ = ["THREADS_ENV", "choose_threads", "configure_threads", "usable_cores"]

@@ -1,0 +1,49 @@
+"""The thread policy: torch's CPU threads set once, from --threads / GENZOO_THREADS / OMP_NUM_THREADS, else the
+cores this process may use, fewer (and said in one line) when the machine's load shows other work holds them."""
+
+import subprocess
+import sys
+
+import pytest
+
+from genzoo.threads import choose_threads, requested_threads
+
+
+def test_the_cores_are_shared_between_a_machines_processes_and_a_request_wins():
+    assert choose_threads(None, cores=8, processes=1, busy=0) == (8, "")
+    assert choose_threads(None, cores=8, processes=2, busy=0) == (4, "")
+    assert choose_threads(3, cores=8, processes=2, busy=8) == (3, "")
+
+
+def test_a_busy_machine_gets_fewer_threads_and_one_line_saying_why():
+    threads, notice = choose_threads(None, cores=2, processes=1, busy=1)
+    assert threads == 1
+    assert notice.startswith("threads: 1 of 2") and "--threads N" in notice and "\n" not in notice
+    assert choose_threads(None, cores=2, processes=1, busy=2)[0] == 1  # never fewer than one
+
+
+def test_a_request_comes_from_the_option_then_genzoo_threads_then_omp(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setenv("GENZOO_THREADS", "2")
+    assert requested_threads(5) == 5
+    assert requested_threads(None) == 2
+    monkeypatch.delenv("GENZOO_THREADS")
+    assert requested_threads(None) == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert requested_threads(None) is None
+
+
+def test_a_bad_thread_count_is_one_sentence(monkeypatch):
+    from genzoo import GenzooError
+
+    monkeypatch.setenv("GENZOO_THREADS", "many")
+    with pytest.raises(GenzooError, match="GENZOO_THREADS must be a positive integer .* got 'many'"):
+        requested_threads(None)
+
+
+def test_the_cli_sets_torchs_threads_from_its_option():
+    code = ("import torch; from genzoo.cli import cli; "
+            "cli(['--threads', '2', 'plugins', '--json'], standalone_mode=False); "
+            "print('threads', torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "threads 2" in out.stdout, out.stderr
