@@ -56,6 +56,9 @@ class Method(nn.Module):
                             critic stepped every step and a generator every 5th); the kit's window covers it
       fp32_training         why the method must train in fp32 ("" if it need not): ``--precision auto`` then
                             keeps fp32, and an explicit bf16 or fp16 is warned about with this reason
+      compile_modules       submodules ``fit --compile`` compiles (None: every child module with parameters)
+      preview_images        how many images a preview takes (fit's sample grids, push's samples.png): fewer for a
+                            method whose sampling is slow (an autoregressive one)
 
     and implement the hooks for their capabilities:
       sample_batch(noise, labels, **options)             -> images in [0, 1]
@@ -88,6 +91,8 @@ class Method(nn.Module):
     unoptimized: ClassVar[tuple[str, ...]] = ()
     update_period: ClassVar[int] = 1
     fp32_training: ClassVar[str] = ""
+    compile_modules: ClassVar[tuple[str, ...] | None] = None
+    preview_images: ClassVar[int] = 64
     plugin_name: ClassVar[str] = ""  # the distribution that registered it; set by the plugin host
     fit_steps: int | None = None  # deprecated: set for a configure_optimizers() that takes no total_steps
     _steps_shown: bool = False  # whether track() shows a bar: set while sample/refine run with progress

@@ -162,10 +162,14 @@ def _rng_untouched() -> Iterator[None]:
             np.random.set_state(numpy_state)
 
 
+def cache_folder() -> Path:
+    """genzoo's cache of measured verdicts and compiled graphs: $GENZOO_CACHE, else ~/.cache/genzoo."""
+    return Path(os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                          os.path.expanduser("~/.cache"), "genzoo"))
+
+
 def _cache_file() -> Path:
-    root = os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                                                     "genzoo")
-    return Path(root) / "precision.json"
+    return cache_folder() / "precision.json"
 
 
 def _read_cache(path: Path) -> dict:

@@ -46,6 +46,7 @@ from ..hardware import resolve_device
 from ..plugins import get_host
 from ..seeding import image_seed
 from . import checkpoints as ckpt
+from .compiling import CompilePlan
 from .batches import BatchSampler, data_fingerprint
 from .heartbeat import Heartbeat
 from .lock import RunLock
@@ -134,11 +135,16 @@ class Trainer:
             self.precision = RunPrecision(plan.precision, acc.device)
             acc.print(f"precision: {plan.precision.describe()}")
             self._prepare(state, plan.checkpoint)
+            workload = f"fit:{self.cls.name}:{plan.settings['config']}:batch{sampler.local}:{plan.precision.precision}"
+            self.compiling = CompilePlan(o.compile, state.model, workload, o.steps - state.step, acc.num_processes,
+                                         say=acc.print)
+            self.compiling.announce()
             self.record = RunRecord(self.out, o, plan.saved)
             self.saver = RunSaver(self.out, acc, self.record, o.grid_size, o.keep_checkpoints)
             if acc.is_main_process:
                 self.record.start(state.step, plan.settings, plan.precision.to_dict(), self.saver.hardware(),
                                   acc.num_processes, self.init_commands, plan.changes)
+                self._note_compile()
                 cleanup.callback(self.record.close)
             if o.trackers():
                 acc.init_trackers(self.out.name or "genzoo", config=_flat_config(plan.settings))
@@ -150,6 +156,10 @@ class Trainer:
                 self.saver.model(state, state.elapsed)
         acc.wait_for_everyone()
         return self.out
+
+    def _note_compile(self) -> None:
+        choice = self.compiling.choice
+        self.record.note_compile(choice.describe() if choice else "auto, timing both ways")
 
     def _settings(self, precision: str) -> dict[str, Any]:
         return self.opts.settings(self.cls.name, config_to_dict(self.config), precision, self.init_sha,
@@ -179,7 +189,11 @@ class Trainer:
             heartbeat.start(state.step)
         try:
             while state.step < o.steps:
+                self.compiling.before_step()
                 scalars = self.step(state, sampler)
+                self.compiling.after_step()
+                if acc.is_main_process and self.compiling.choice is not None:
+                    self._note_compile()
                 state.step += 1
                 heartbeat.finished(state.step)
                 step, done = state.step, state.step == o.steps

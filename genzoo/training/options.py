@@ -10,6 +10,7 @@ from typing import Any
 from ..configs import option
 from ..errors import ArgumentError
 from ..precision import check_precision
+from .compiling import check_compile
 from ..weights import WEIGHTS_FILE
 
 TRACKERS = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",), "mlflow": ("mlflow",),
@@ -35,6 +36,8 @@ class FitOptions:
     precision: str = option("auto", help="auto (bf16 where native and measured faster, else fp32), fp32, bf16 or "
                                          "fp16 (GPUs).")
     device: str = option("auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")
+    compile: str = option("auto", help="Train the networks compiled by torch.compile: on, off, or auto (on a long run, "
+                                       "timed both ways first and kept if faster; the verdict cached per machine).")
     resume: bool = option(False, help="Continue the run in --out from its last complete checkpoint.")
     allow_changes: bool = option(False, flags=("--allow-changes",),
                                  help="With --resume: accept changed Config fields, precision or training data "
@@ -67,6 +70,7 @@ class FitOptions:
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ArgumentError(name, f"{{arg}} must be an integer >= {low}, got {value!r}")
         check_precision(self.precision)
+        check_compile(self.compile)
         if isinstance(self.collective_timeout, bool) or not isinstance(self.collective_timeout, (int, float)) or \
                 not self.collective_timeout > 0:
             raise ArgumentError("collective_timeout", f"{{arg}} must be a number of minutes > 0, got "

@@ -60,6 +60,11 @@ class RunRecord:
         self.write(processes, hardware)
         self._trim_metrics(step)
 
+    def note_compile(self, compiled: str) -> None:
+        """Whether this segment trains compiled, and why (written with the next checkpoint)."""
+        if self.segments:
+            self.segments[-1]["compile"] = compiled
+
     def reach(self, step: int, processes: int, hardware: str) -> None:
         """The current segment now reaches ``step``; fit.json rewritten."""
         self.segments[-1]["steps"][1] = step
