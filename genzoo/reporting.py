@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import shutil
 import textwrap
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Iterable
 
 from .registry import RANKED_METRICS, Metric, ModelEntry, ReferenceSet, reference_set, reference_sets
@@ -35,21 +36,31 @@ NEGATIVE_NOTE = "a KID below 0 is no error: the estimate is unbiased, so it can 
 
 
 def format_value(metric: str, value: float) -> str:
-    """FID with one decimal, KID and SWD with three significant figures, counts as integers, the rest as given."""
+    """FID with one decimal, KID and SWD with three significant figures, precision and recall with three decimals,
+    counts as integers, the rest as given; every rounding as :func:`fixed` rounds."""
     if metric == "fid":
-        return f"{value:,.1f}"
+        return fixed(value, 1)
     if metric in RANKED_METRICS:
         return _significant(value, 3)
+    if metric in ("precision", "recall"):
+        return fixed(value, 3)
     if value == int(value) and abs(value) >= 10:
         return f"{int(value):,}"
     return f"{value:.4g}"
 
 
+def fixed(value: float, places: int) -> str:
+    """``value`` to ``places`` decimals (tens, hundreds for 0, -1, ...), thousands separated, halves rounded away
+    from zero as the value reads in decimal: 0.9085 (a recall of 9,085 in 10,000) is 0.909 on every page, whatever
+    its binary form, which ``f"{0.9085:.3f}"`` rounds down."""
+    exact = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return f"{exact:,.{max(places, 0)}f}"
+
+
 def _significant(value: float, digits: int) -> str:
     if value == 0:
         return "0"
-    decimals = digits - 1 - math.floor(math.log10(abs(value)))
-    return f"{round(value, decimals):,.0f}" if decimals <= 0 else f"{value:.{decimals}f}"
+    return fixed(value, digits - 1 - math.floor(math.log10(abs(value))))
 
 
 def label(metric: Metric) -> str:

@@ -195,7 +195,10 @@ def test_reference_placement_and_units():
     assert place(refs, "fid", 0.5) == "below every reference row (lowest: real (1.7))"
     assert place(refs, "fid", 900) == "above every reference row (highest: blur (809.7))"
     assert place(refs, "kid", 1.0) == ""
-    assert [format_value("kid", v) for v in (145.293, 0.02742, 54683.8, -49.05)] == ["145", "0.0274", "54,700", "-49.0"]
+    assert [format_value("kid", v) for v in (145.293, 0.02742, 54683.8, -49.0547)] == ["145", "0.0274", "54,700", "-49.1"]
+    # a tie rounds half away from zero as the value reads in decimal, not as its binary form falls
+    assert [format_value(m, v) for m, v in (("recall", 0.9085), ("precision", 0.6575), ("kid", -49.05), ("fid", 0.25))] \
+        == ["0.909", "0.658", "-49.1", "0.3"]
 
 
 def test_metrics_and_statuses_are_validated_with_clear_errors():

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import yaml
 
+from genzoo import reporting
 from genzoo.reporting import format_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +102,7 @@ def pixel_rows(reference_split: str) -> list[dict[str, Any]]:
 
 
 def fixed(value: float | None, places: int = 1) -> str:
-    return "" if value is None else f"{value:,.{places}f}"
+    return "" if value is None else reporting.fixed(value, places)
 
 
 def percent(share: float, places: int = 1) -> str:
@@ -124,6 +125,10 @@ def kid(m: dict) -> str:
 
 def three(value: float | None) -> str:
     return fixed(value, 3)
+
+
+def swd(m: dict) -> str:
+    return "" if m.get("swd") is None else format_value("swd", m["swd"])  # three significant figures, as everywhere
 
 
 def entropy(m: dict) -> str:
@@ -172,7 +177,7 @@ def reference_swd() -> str:
         cells = [REFERENCE_ROWS[name]]
         for dataset in REFERENCE_FILES:
             m = reference(dataset, name)
-            cells += [fixed(m["swd"]), levels(m)]
+            cells += [swd(m), levels(m)]
         rows.append(cells)
     return table(header, rows)
 
@@ -207,9 +212,9 @@ def falls(value: float, rows: list[dict[str, Any]]) -> str:
 def swd_beside_fid() -> str:
     rows = []
     for model, samples, of in SWD_ROWS:
-        swd = measured(model, "swd", of)
-        rows.append([f"`{model}`", samples, fixed(measured(model, "fid", of)["value"]), fixed(swd["value"], 2),
-                     falls(swd["value"], pixel_rows(swd["reference"]))])
+        pixels = measured(model, "swd", of)
+        rows.append([f"`{model}`", samples, fixed(measured(model, "fid", of)["value"]),
+                     format_value("swd", pixels["value"]), falls(pixels["value"], pixel_rows(pixels["reference"]))])
     return table(["model", "samples", "FID (own features)", "SWD", "SWD falls"], rows)
 
 
@@ -271,7 +276,7 @@ def ign_cifar10() -> str:
 
 def ign_celeba64() -> str:
     def cells(m: dict) -> list[str]:
-        return [fixed(m["swd"]), levels(m), fid(m), kid(m), three(m["precision"]), three(m["recall"])]
+        return [swd(m), levels(m), fid(m), kid(m), three(m["precision"]), three(m["recall"])]
 
     rows = [[label, *cells(report("ign_celeba64.json", key))] for key, label in APPLIED.items()]
     rows += reference_rows("celeba64", list(REFERENCE_ROWS), cells,
@@ -391,7 +396,7 @@ def generators_and_refiners() -> str:
 
 
 def sampler_cells(m: dict) -> list[str]:
-    return [fid(m), kid(m), three(m["precision"]), three(m["recall"]), entropy(m), fixed(m.get("swd"), 2)]
+    return [fid(m), kid(m), three(m["precision"]), three(m["recall"]), entropy(m), swd(m)]
 
 
 SAMPLER_HEADER = ["FID", "KID", "precision", "recall", "class entropy", "SWD"]
@@ -423,6 +428,42 @@ def edm_sampler() -> str:
                f"features-mnist (SWD on pixels), sampled in {data['precision']}; seconds to generate 1,000 images "
                f"on {data['hardware']}.\n\n")
     return caption + table(["sampler", "network calls", *SAMPLER_HEADER, "s / 1,000 images"], rows)
+
+
+def edm_models() -> str:
+    """The bundled EDM models at the catalogue's settings, beside ign-mnist (the method's FID bar) and the
+    reference rows: edm-mnist's figures are the churn row of edm_sampler.json, which registry.yaml quotes."""
+    sampler = result("edm_sampler.json")
+    churn = next(r for r in sampler["rows"] if r["options"] == {"steps": "18", "s_churn": "40"})
+    ign = {**report("ign_quality.json", "apply 1"),
+           "swd": next(r for r in result("swd_ign_mnist.json") if r["apply"] == 1)["metrics"]["swd"]}
+    small = result("edm_mnist_small.json")
+    rows = [[f"`edm-mnist` ({churn['label']}, {churn['network_calls']} calls, sampled in {sampler['precision']})",
+             *sampler_cells(churn["metrics"])],
+            [f"`edm-mnist-small` (deterministic, 18 steps, 35 calls, fp32)", *sampler_cells(small["metrics"])],
+            ["`ign-mnist` (one call), the method's FID bar", *sampler_cells(ign)]]
+    rows += reference_rows("mnist", ["real", "noise 0.1", "blur"], sampler_cells)
+    caption = (f"{sampler['n']:,} samples (seed {sampler['seed']}) of each model against {sampler['ref']}, "
+               f"features-mnist (SWD on pixels).\n\n")
+    return caption + table(["model", *SAMPLER_HEADER], rows)
+
+
+def edm_ema() -> str:
+    """Averages of the weights of edm-mnist's last training run, each scored like the bundled model."""
+    data = result("edm_ema.json")
+    references = result("edm_steps.json")  # the reference rows at the same n, reference and features
+    if (references["n"], references["ref"]) != (data["n"], data["ref"]):
+        raise SystemExit("edm_steps.json's reference rows are not at edm_ema.json's n and reference")
+
+    def cells(m: dict) -> list[str]:
+        return [fid(m), three(m["precision"]), three(m["recall"]), fixed(m["class_entropy"], 4), swd(m)]
+
+    rows = [[r["label"], str(r["seed"]), *cells(r["metrics"])] for r in data["rows"]]
+    rows += [[f"reference: {SAME_N_REFERENCES[name]}", "", fid(m), three(m["precision"]), three(m["recall"]),
+              entropy(m), swd(m)] for name, m in references["reference_rows"].items()]
+    caption = (f"{data['n']:,} samples of each against {data['ref']}, {data['features']} (SWD on pixels), "
+               f"{data['sampler']}, sampled in {data['precision']}.\n\n")
+    return caption + table(["weights", "sampling seed", "FID", "precision", "recall", "class entropy", "SWD"], rows)
 
 
 def gan_vs_ign() -> str:
@@ -479,7 +520,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "ign-cifar10": ign_cifar10, "ign-celeba64": ign_celeba64, "ign-passes": ign_passes, "ign-models": ign_models,
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
-    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-steps": edm_steps, "edm-sampler": edm_sampler,
+    "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
+    "edm-steps": edm_steps, "edm-sampler": edm_sampler,
     "gan-vs-ign": gan_vs_ign,
 }
 
