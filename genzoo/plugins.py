@@ -9,7 +9,8 @@ outside plugin never replaces a built-in method. A plugin that fails to import o
 (whatever it raises, ``sys.exit`` included; only Ctrl-C passes) is recorded with its error (``genzoo
 plugins`` shows it) and everything else keeps working. Registrations of a plugin whose hook raises
 are dropped as a whole. Its commands (``register_commands``) are collected as it loads, and join the
-``genzoo`` command when a verb is not one of genzoo's own.
+``genzoo`` command when a verb is not one of genzoo's own; of two plugins that add the same verb, the first keeps
+it, the later adds none of its commands, and both are recorded with an error naming the other and the verb.
 
 What plugins register lives here, one :class:`genzoo.table.Table` per kind (the models merged
 with registry.yaml), and is looked up here only: methods and models by name or alias (a method
@@ -203,26 +204,46 @@ class PluginHost:
         return None
 
     def _collect_commands(self, plugin: Any, info: PluginInfo) -> None:
-        """Run ``plugin``'s register_commands on a group of its own, so a failing plugin leaves nothing behind;
-        a command name another plugin took first is refused, naming it."""
+        """Run ``plugin``'s register_commands on a group of its own, so a failing plugin leaves nothing behind.
+
+        A verb a plugin loaded earlier added stays that plugin's: this one adds none of its commands, and both
+        plugins are recorded with an error naming the other and the verb."""
         impl = self._impl(plugin, "register_commands")
         if impl is None:
             return
         own = click.Group(info.name)
-        owners = {command: plugin_name for plugin_name, commands in self._commands.items() for command in commands}
         try:
             impl(own)
-            clash = sorted(set(own.commands) & set(owners))
-            if clash:
-                raise GenzooError(f"it tried to replace the command(s) {clash} of plugin {owners[clash[0]]!r}; "
-                                  f"give its commands other names")
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
             info.errors.append(f"register_commands failed: {_one_line(exc)}")
             return
+        taken = self._verbs_taken(own.commands)
+        if taken:
+            self._record_verb_clashes(info, taken)
+            return
         self._commands[info.name] = dict(own.commands)
         info.commands = sorted(own.commands)
+
+    def _verbs_taken(self, names: Iterable[str]) -> dict[str, list[str]]:
+        """Of ``names``, those a loaded plugin already adds, by the name of that plugin."""
+        taken = {owner: sorted(set(names) & set(commands)) for owner, commands in self._commands.items()}
+        return {owner: verbs for owner, verbs in taken.items() if verbs}
+
+    def _record_verb_clashes(self, late: PluginInfo, taken: dict[str, list[str]]) -> None:
+        """Tell both sides of each clash: ``late`` gets none of its commands, each plugin in ``taken`` keeps its."""
+        fix = f"give one plugin's commands other names, or leave one plugin out of {ALLOW_ENV}"
+        for owner, verbs in taken.items():
+            self._info(owner).errors.append(f"plugin {late.name!r} also adds the {_verbs(verbs)}, which this plugin "
+                                            f"keeps (it loads first), so plugin {late.name!r} adds none of its "
+                                            f"commands; {fix}")
+        kept = " and ".join(f"plugin {owner!r} loads first and keeps the {_verbs(verbs)}"
+                            for owner, verbs in taken.items())
+        late.errors.append(f"register_commands failed: {kept}, so this plugin adds none of its commands; {fix}")
+
+    def _info(self, name: str) -> PluginInfo:
+        return self.plugins.get(name) or self.builtins[name]
 
     def commands(self, reserved: Iterable[str] = ()) -> dict[str, click.Command]:
         """The commands the plugins add, by name. A plugin whose commands would take a name in ``reserved`` (the
@@ -232,7 +253,7 @@ class PluginHost:
         for name, commands in self._commands.items():
             clash = sorted(set(commands) & reserved)
             if clash:
-                info = self.plugins.get(name) or self.builtins[name]
+                info = self._info(name)
                 error = (f"register_commands failed: it tried to replace the command(s) {clash}; "
                          f"give its commands other names")
                 if error not in info.errors:
@@ -304,6 +325,11 @@ class PluginHost:
         known = ", ".join(f"{r.name} ({', '.join(r.datasets)})" for r in self.feature_extractors.values()) or "none"
         raise GenzooError(f"no feature network is registered for dataset {dataset!r} (available: {known}); "
                           f"pass --features NAME")
+
+
+def _verbs(names: list[str]) -> str:
+    """``command 'a'`` or ``commands 'a', 'b'``."""
+    return ("command " if len(names) == 1 else "commands ") + ", ".join(map(repr, names))
 
 
 def _distribution(ep: importlib_metadata.EntryPoint) -> str | None:

@@ -107,6 +107,12 @@ def test_every_verb_has_help_and_the_table_s_one_line_is_its_docstring_s(runner)
         assert result.exit_code == 0 and "Usage:" in result.output
 
 
+def test_genzoo_help_fits_an_80_column_terminal(runner):
+    result = runner.invoke(cli, ["--help"], env={"COLUMNS": "80"})
+    too_long = [line for line in result.output.splitlines() if len(line) > 80]
+    assert result.exit_code == 0 and too_long == [], too_long
+
+
 def test_a_plugin_s_verb_runs_without_being_added_by_hand(runner):
     result = runner.invoke(cli, ["mmb", "--help"])
     assert result.exit_code == 0 and "lambda" in result.output

@@ -321,38 +321,112 @@ def test_a_model_name_where_a_method_is_expected_points_to_init(tmp_path):
 def test_genzoo_plugins_lists_every_plugins_verbs_in_text_and_json(toy_site, tmp_path):
     """An outside plugin's verb (register_commands) and a built-in plugin's (mmb) are read back from
     `genzoo plugins`, with no verb of a plugin run first."""
-    make_distribution(toy_site, "genzoo-verbs", "verbsplug", _source(tmp_path, "verbsplug", """
+    _install_verb_plugin(toy_site, tmp_path, "zz-genzoo-test-verbs", "zz-genzoo-test-walk")
+    rows = {row["name"]: row for row in json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)}
+    verbs = rows["zz-genzoo-test-verbs"]
+    assert verbs["commands"] == ["zz-genzoo-test-walk"] and verbs["hooks"] == ["register_commands"]
+    assert rows["toy"]["commands"] == ["toy-hello"] and rows["mmb"]["commands"] == ["mmb"]
+    assert verbs["error"] is None
+    text = CliRunner().invoke(cli, ["plugins"]).output
+    assert "  commands: zz-genzoo-test-walk" in text and "  commands: mmb" in text
+    walked = CliRunner().invoke(cli, ["zz-genzoo-test-walk"])
+    assert walked.exit_code == 0 and walked.output == "zz-genzoo-test-verbs walked\n"
+
+
+def _install_verb_plugin(site, tmp_path, entry_name, verb):
+    """Installs distribution genzoo-ENTRY_NAME, whose register_commands adds ``verb`` (it echoes "ENTRY_NAME walked")."""
+    module = entry_name.replace("-", "_")
+    make_distribution(site, f"genzoo-{entry_name}", module, _source(tmp_path, module, f"""
         import click
         import genzoo
 
         @genzoo.hookimpl
         def register_commands(cli):
-            cli.add_command(click.Command("tinyvae-walk", callback=lambda: click.echo("walked")))
-        """), "verbs")
-    rows = {row["name"]: row for row in json.loads(CliRunner().invoke(cli, ["plugins", "--json"]).output)}
-    assert rows["verbs"]["commands"] == ["tinyvae-walk"] and rows["verbs"]["hooks"] == ["register_commands"]
-    assert rows["toy"]["commands"] == ["toy-hello"] and rows["mmb"]["commands"] == ["mmb"]
-    assert rows["verbs"]["error"] is None
-    text = CliRunner().invoke(cli, ["plugins"]).output
-    assert "  commands: tinyvae-walk" in text and "  commands: mmb" in text
-    walked = CliRunner().invoke(cli, ["tinyvae-walk"])
-    assert walked.exit_code == 0 and walked.output == "walked\n"
+            cli.add_command(click.Command({verb!r}, callback=lambda: click.echo({entry_name + " walked"!r})))
+        """), entry_name)
 
 
-def test_two_plugins_may_not_add_the_same_verb():
+def test_of_two_plugins_adding_one_verb_the_first_keeps_it_and_both_say_so():
     import click
 
     def hello(cli):
         cli.add_command(click.Command("hello", callback=lambda: None))
 
-    def hello_too(cli):
+    def hello_and_bye(cli):
         hello(cli)
+        cli.add_command(click.Command("bye", callback=lambda: None))
 
     host = PluginHost(load_entry_points=False)
     first = host.add(_plugin(register_commands=hello), name="a")
-    second = host.add(_plugin(register_commands=hello_too), name="b")
-    assert first.commands == ["hello"] and first.error is None
-    assert second.commands == [] and "tried to replace the command(s) ['hello'] of plugin 'a'" in second.error
+    second = host.add(_plugin(register_commands=hello_and_bye), name="b")
+    assert first.commands == ["hello"] and set(host.commands()) == {"hello"}
+    assert first.error == ("plugin 'b' also adds the command 'hello', which this plugin keeps (it loads first), so "
+                           "plugin 'b' adds none of its commands; give one plugin's commands other names, or leave "
+                           "one plugin out of GENZOO_LOAD_PLUGINS")
+    assert second.commands == []
+    assert second.error == ("register_commands failed: plugin 'a' loads first and keeps the command 'hello', so this "
+                            "plugin adds none of its commands; give one plugin's commands other names, or leave one "
+                            "plugin out of GENZOO_LOAD_PLUGINS")
+
+
+def test_genzoo_plugins_names_both_plugins_adding_one_verb_and_the_first_by_name_runs_it(toy_site, tmp_path,
+                                                                                         monkeypatch):
+    """An outside plugin adding `tinyvae-walk`, and a second one adding it too: entry points load in name order,
+    so the first keeps the verb, and both rows of `genzoo plugins` (text and JSON) say so in one line each.
+    The allow-list keeps any other installed plugin (a real one adding `tinyvae-walk` included) out."""
+    first, later = "zz-genzoo-test-tinyvae", "zz-genzoo-test-walker"
+    for name in (later, first):
+        _install_verb_plugin(toy_site, tmp_path, name, "tinyvae-walk")
+    monkeypatch.setenv("GENZOO_LOAD_PLUGINS", f"{first},{later}")
+    kept = (f"plugin '{later}' also adds the command 'tinyvae-walk', which this plugin keeps (it loads first), so "
+            f"plugin '{later}' adds none of its commands")
+    lost = f"register_commands failed: plugin '{first}' loads first and keeps the command 'tinyvae-walk'"
+    listed = CliRunner().invoke(cli, ["plugins", "--json"])
+    rows = {row["name"]: row for row in json.loads(listed.output)}
+    assert rows[first]["commands"] == ["tinyvae-walk"] and rows[later]["commands"] == []
+    assert kept in rows[first]["error"] and lost in rows[later]["error"]
+    assert "\n" not in rows[first]["error"] + rows[later]["error"]
+    text = " ".join(CliRunner().invoke(cli, ["plugins"]).output.split())
+    assert f"{first} [ERROR]" in text and f"{later} [ERROR]" in text
+    assert f"error: {kept}" in text and f"error: {lost}" in text
+    walked = CliRunner().invoke(cli, ["tinyvae-walk"])
+    assert walked.exit_code == 0 and walked.output == f"{first} walked\n"
+
+
+def test_of_two_plugins_registering_one_method_and_model_name_the_first_by_name_keeps_both(toy_site, tmp_path,
+                                                                                           monkeypatch):
+    first, later = "zz-genzoo-test-twin-a", "zz-genzoo-test-twin-b"
+    for name in (later, first):
+        module = name.replace("-", "_")
+        make_distribution(toy_site, f"genzoo-{name}", module, _source(tmp_path, module, """
+            from dataclasses import dataclass
+            import genzoo
+
+            @dataclass
+            class Cfg:
+                x: int = 1
+
+            class Twin(genzoo.Method):
+                name = "zz-genzoo-test-twin"
+                Config = Cfg
+
+            @genzoo.hookimpl
+            def register_methods(register):
+                register(Twin)
+
+            @genzoo.hookimpl
+            def register_models(register):
+                register("zz-genzoo-test-twin-model", method="zz-genzoo-test-twin")
+            """), name)
+    monkeypatch.setenv("GENZOO_LOAD_PLUGINS", f"{first},{later}")
+    host = get_host()
+    assert host.methods["zz-genzoo-test-twin"].plugin == first and host.plugins[first].error is None
+    assert host.models["zz-genzoo-test-twin-model"].source == f"plugin '{first}'"
+    error = host.plugins[later].error
+    assert f"method name 'zz-genzoo-test-twin' from plugin '{later}' is already registered by plugin '{first}'" in error
+    assert (f"model name 'zz-genzoo-test-twin-model' from plugin '{later}' is already registered by plugin '{first}'"
+            in error)
+    assert host.plugins[later].methods == host.plugins[later].models == []
 
 
 def test_genzoo_plugins_shows_a_verb_that_would_replace_one_of_genzoos_own():
