@@ -61,16 +61,20 @@ def interleaved_seconds(works: dict[str, Callable[[], object]], rounds: int, war
 
 
 def machine() -> str:
-    """The CPU's model name and the threads torch uses, for the JSON a benchmark writes."""
+    """The CPU's model name, family and model (AMD's family 25 model 17 is Zen 4, family 26 Zen 5), its bf16 support
+    and the threads torch uses, for the JSON a benchmark writes."""
     import torch
 
-    name = "unknown CPU"
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return f"{name}, {torch.get_num_threads()} threads"
+    name = fields.get("model name", "unknown CPU")
+    family = f" (family {fields['cpu family']}, model {fields['model']})" if "cpu family" in fields else ""
+    flags = fields.get("flags", "").split()
+    bf16 = ", AMX" if "amx_bf16" in flags else ", AVX512-BF16" if "avx512_bf16" in flags else ""
+    return f"{name}{family}{bf16}, {torch.get_num_threads()} threads"
 

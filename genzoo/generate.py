@@ -15,12 +15,13 @@ import torch
 from .configs import coerce_value, option
 from .errors import ArgumentError, GenzooError
 from .method import BATCH_SIZE, INFERENCE_PRECISION
+from . import progress
 from .precision import PRECISIONS
 
 Precision = Literal[PRECISIONS]  # type: ignore[valid-type]
 PRECISION_HELP = ("Numeric precision: fp32 (the same images on every machine, up to float rounding), bf16, fp16 "
                   "(GPUs), or auto (bf16 where native and measured faster on this machine).")
-PROGRESS_HELP = "Show progress bars (only on a terminal; never in logs or pipes)."
+PROGRESS_HELP = progress.HELP
 
 
 @dataclass

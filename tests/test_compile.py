@@ -21,8 +21,8 @@ def _fit(out, toy_npz, steps, **options):
 
 def test_auto_keeps_a_short_run_eager_and_says_why(toy_npz, tmp_path, capsys):
     out = _fit(tmp_path / "run", toy_npz, 2, compile="auto")
-    said = capsys.readouterr().out
-    assert f"compile: off (a run of 2 steps: compiling takes minutes" in said
+    said = capsys.readouterr().err
+    assert "compile: off (a run of 2 steps: compiling takes minutes" in said
     segment = json.loads((out / "fit.json").read_text())["segments"][-1]
     assert segment["compile"].startswith("off (a run of 2 steps")
     assert AUTO_MIN_STEPS > 2

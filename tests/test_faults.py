@@ -265,7 +265,7 @@ def test_a_scheduler_signal_finishes_the_step_saves_it_and_resume_is_exact(strai
                    progress=False, precision="fp32", checkpoint_every=100, sample_every=0, config={"ema_decay": 0.5})
     assert stopped.value.signum == signum and signal.getsignal(signum) is not None
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-00000005"]
-    said = [line for line in capfd.readouterr().out.splitlines() if "checkpoint saved" in line]
+    said = [line for line in capfd.readouterr().err.splitlines() if "checkpoint saved" in line]
     assert said == [f"stopped by {name}: checkpoint saved at step 5; continue with --resume, or write that step's "
                     f"model with: genzoo export {run} DEST --checkpoint 5"]
     _fit(run, toy_npz, 9, resume=True, config={"ema_decay": 0.5})
@@ -357,7 +357,7 @@ def test_a_resume_with_nothing_to_do_changes_nothing_on_disk(toy_site, toy_npz, 
 
     before = files()
     _fit(run, toy_npz, 6, resume=True)
-    assert "already at step 6 >= --steps 6; nothing to do" in capfd.readouterr().out
+    assert "already at step 6 >= --steps 6; nothing to do" in capfd.readouterr().err
     after = files()
     assert after == before
 

@@ -44,6 +44,7 @@ from ..datasets import load_dataset
 from ..errors import ArgumentError, GenzooError
 from ..hardware import resolve_device
 from ..plugins import get_host
+from ..progress import stage as progress_stage
 from ..seeding import image_seed
 from . import checkpoints as ckpt
 from .compiling import CompilePlan
@@ -125,19 +126,19 @@ class Trainer:
                 self.init_sha, self.init_commands = init_history(o.init)
             plan = self.plan = agree(acc, lambda: plan_run(self.out, o, state, sampler, acc.device, self._settings))
             if plan.step >= o.steps:  # nothing to train: nothing on disk changes
-                acc.print(f"{self.out} is already at step {plan.step} >= --steps {o.steps}; nothing to do")
+                self._say(f"{self.out} is already at step {plan.step} >= --steps {o.steps}; nothing to do")
                 return self.out
             if o.init and plan.checkpoint is None:
                 load_init(state, o.init, self.cls)
             if plan.checkpoint is not None:
                 ckpt.load_training_state(plan.checkpoint, state, acc.num_processes)
-                acc.print(f"resuming {self.out} from step {state.step}")
+                self._say(f"resuming {self.out} from step {state.step}")
             self.precision = RunPrecision(plan.precision, acc.device)
-            acc.print(f"precision: {plan.precision.describe()}")
+            self._say(f"precision: {plan.precision.describe()}")
             self._prepare(state, plan.checkpoint)
             workload = f"fit:{self.cls.name}:{plan.settings['config']}:batch{sampler.local}:{plan.precision.precision}"
             self.compiling = CompilePlan(o.compile, state.model, workload, o.steps - state.step, acc.num_processes,
-                                         say=acc.print)
+                                         say=self._say)
             self.compiling.announce()
             self.record = RunRecord(self.out, o, plan.saved)
             self.saver = RunSaver(self.out, acc, self.record, o.grid_size, o.keep_checkpoints)
@@ -156,6 +157,11 @@ class Trainer:
                 self.saver.model(state, state.elapsed)
         acc.wait_for_everyone()
         return self.out
+
+    def _say(self, text: str) -> None:
+        """What the run says besides its result, on stderr (stdout carries the result alone), once."""
+        if self.accelerator.is_main_process:
+            print(text, file=sys.stderr, flush=True)
 
     def _note_compile(self) -> None:
         choice = self.compiling.choice
@@ -176,12 +182,14 @@ class Trainer:
             state.ema.model.to(acc.device)
 
     def _loop(self, state: ckpt.TrainState, sampler: BatchSampler) -> None:
-        from tqdm.auto import tqdm
+        o, acc = self.opts, self.accelerator
+        with progress_stage(acc.is_main_process and o.progress, desc=f"fit {self.cls.name}", unit="step",
+                            total=o.steps, initial=state.step) as bar:
+            self._steps(state, sampler, bar)
 
+    def _steps(self, state: ckpt.TrainState, sampler: BatchSampler, bar: Any) -> None:
         o, acc = self.opts, self.accelerator
         state.model.train()
-        bar = tqdm(total=o.steps, initial=state.step, desc=f"fit {self.cls.name}", unit="step",  # None: a terminal only
-                   disable=None if acc.is_main_process and o.progress else True, dynamic_ncols=True)
         t0 = time.time()
         stop = _StopRequest(acc)
         heartbeat = Heartbeat(self.out, acc.process_index, acc.num_processes, 60 * o.collective_timeout)
@@ -200,7 +208,7 @@ class Trainer:
                 if acc.is_main_process:
                     self.record.log(step, scalars)
                     if step % 10 == 0 or done:
-                        bar.set_postfix({k: f"{v:.4g}" for k, v in list(scalars.items())[:4]}, refresh=False)
+                        bar.set_postfix({k: f"{v:.4g}" for k, v in list(scalars.items())[:4]})
                 if o.trackers():
                     acc.log(scalars, step=step)
                 bar.update(1)
@@ -213,21 +221,19 @@ class Trainer:
                     self.saver.grid(state)
                 if stopping:
                     stop.saved = True
-                    bar.close()
                     what = "interrupted" if stop.signum == signal.SIGINT else f"stopped by {stop.name}"
-                    acc.print(f"{what}: checkpoint saved at step {step}; continue with --resume, or write that "
+                    self._say(f"{what}: checkpoint saved at step {step}; continue with --resume, or write that "
                               f"step's model with: genzoo export {self.out} DEST --checkpoint {step}")
                     raise Stopped(stop.signum)
         except KeyboardInterrupt:
             if not stop.saved:  # a second Ctrl-C: the step in progress is lost
                 latest = ckpt.latest_checkpoint(self.out)
-                acc.print(f"\ninterrupted mid-step, nothing saved; --resume continues from "
+                self._say(f"\ninterrupted mid-step, nothing saved; --resume continues from "
                           f"{latest.name if latest else 'the start (no checkpoint yet)'}")
             raise
         finally:
             heartbeat.stop()
             stop.restore()
-            bar.close()
         state.elapsed += time.time() - t0
 
     def step(self, state: ckpt.TrainState, sampler: BatchSampler) -> dict[str, float]:

@@ -10,6 +10,7 @@ from typing import Any
 from ..configs import option
 from ..errors import ArgumentError
 from ..precision import check_precision
+from ..progress import HELP as PROGRESS_HELP
 from .compiling import check_compile
 from ..weights import WEIGHTS_FILE
 
@@ -58,7 +59,7 @@ class FitOptions:
                                        help="Under several processes: how long the others wait for one that stopped "
                                             "answering before the run names it and exits, keeping its last "
                                             "checkpoint.")
-    progress: bool = option(True, flags=("--progress/--no-progress",), help="Show a progress bar (hide it for log files).")
+    progress: bool = option(True, flags=("--progress/--no-progress",), help=PROGRESS_HELP)
     command: str = option("", cli=False)
     overrides: dict[str, Any] = option(default_factory=dict, cli=False)
 
