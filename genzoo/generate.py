@@ -70,33 +70,43 @@ def generate(
     ``apply=K`` samples, then runs the model's own refine K-1 more times; ``refiner`` (another
     model with refine) then post-processes, with the generator's labels when it has them.
     """
+    from . import inference
+
     if apply < 1:
         raise ArgumentError("apply", f"{{arg}} must be >= 1, got {apply}")
-    if apply > 1:
-        model.require("refine")
-    if refiner is not None:
-        check_refine(refiner, refine_steps, refine_options or {})
-    common = {"seed": seed, "batch_size": batch_size, "device": device, "precision": precision, "progress": progress}
-    if labels is None and model.num_classes:
-        labels = torch.arange(n) % model.num_classes
-    elif labels is not None:
-        labels = model.labels_for(n, labels)  # class names become indices, one label is given to every image
-    images = model.sample(n, labels=labels, **common, **(options or {}))
-    if apply > 1:
-        images = model.refine(images, labels=labels, steps=apply - 1, **common)
-    if refiner is not None:
-        images = refiner.refine(images, labels=labels if refiner.num_classes else None, steps=refine_steps,
-                                **common, **(refine_options or {}))
+    sampling = checked(model, "sample", options or {}, "sample_options")
+    reapplying = checked(model, "refine", {}, "apply", apply - 1) if apply > 1 else None
+    refining = checked(refiner, "refine", refine_options or {}, "refine_options", refine_steps) if refiner else None
+    labels = model.labels_for(n, labels)  # once: class names become indices, none given become i mod C
+    common = {"seed": seed, "generator": None, "batch_size": batch_size, "device": device, "precision": precision,
+              "progress": progress}
+    images = inference.sample(model, n, labels=labels, start=0, options=sampling, **common)
+    if reapplying is not None:
+        images = inference.refine(model, images, labels=labels, steps=apply - 1, options=reapplying, **common)
+    if refining is not None:
+        images = inference.refine(refiner, images, labels=labels if refiner.num_classes else None, steps=refine_steps,
+                                  options=refining, **common)
     return images, labels
 
 
 def check_refine(refiner, steps: int | None, options: dict[str, Any], argument: str = "refine_options") -> None:
-    """Refuse refine settings ``refiner`` does not take, before any image is made (it refines an empty batch).
+    """Refuse refine settings ``refiner`` does not take, before any image is made (:func:`genzoo.inference.
+    checked_options`); a refused option is an :class:`ArgumentError` of ``argument`` (the keyword, or the CLI flag's
+    option)."""
+    checked(refiner, "refine", options, argument, steps)
 
-    A refused option is an :class:`ArgumentError` of ``argument`` (the keyword or the CLI flag's option).
-    """
+
+def checked(model, verb: str, options: dict[str, Any], argument: str, steps: int | None = None) -> dict[str, Any]:
+    """``options`` of ``verb`` typed and checked as the model will run them; a refusal is an :class:`ArgumentError`
+    of ``argument`` ("sample_options" from Python; the CLI names the flag the user typed, ``--opt``)."""
+    from .inference import CheckedOptions, checked_options
+
+    model.require(verb)
+    if isinstance(options, CheckedOptions) and options.steps == steps:
+        return options
+    typed = typed_options(options, getattr(model, f"{verb}_options"), argument, f"{model.name} {verb}")
     try:
-        refiner.refine(torch.empty(0, *refiner.image_shape), steps=steps, **options)
+        return checked_options(model, verb, typed, steps)
     except ArgumentError:
         raise
     except GenzooError as exc:

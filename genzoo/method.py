@@ -1,28 +1,26 @@
 """The Method contract: what every generative method in the zoo declares and implements.
 
 A method is an ``nn.Module``. Subclasses declare class attributes (``name``, ``summary``,
-``Config``, ``capabilities``, ...) and implement the per-batch hooks; this base class does the
-batching, seeding, label handling, device moves and range checks once for all of them.
+``Config``, ``capabilities``, ...) and implement the per-batch hooks; :mod:`genzoo.inference` runs them
+(options checked once, labels, batching, seeding, precision, progress) for every method alike.
 
 Images cross every public boundary as float NCHW in [0, 1].
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import typing
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, ClassVar, Iterable, Sequence, TypeVar
 
 import torch
 from torch import nn
 
-from .configs import Range, build_config, coerce_value, config_to_dict
+from .configs import Range, build_config
 from .errors import GenzooError, UnsupportedVerb
-from .precision import autocast, check_precision, resolve_precision, timed
 from .progress import progress_bar
-from .seeding import Noise, random_seed
+from .seeding import Noise
 
 VERBS = ("fit", "sample", "refine")
 # The defaults of every verb that runs a model on images (sample, refine, eval); their options
@@ -66,7 +64,8 @@ class Method(nn.Module):
       training_step(batch) -> {"loss": tensor, ...}, or update(step) -> {name: scalar}  (fit; one of the two)
       configure_optimizers(total_steps); setup_fit(data)
 
-    ``sample_batch`` and ``refine_batch`` run in eval mode under ``torch.no_grad()``; a hook that
+    ``sample_batch`` and ``refine_batch`` run in eval mode under ``torch.no_grad()``, with options that
+    :meth:`check_options` has passed; a hook that
     needs input gradients (a refiner) opens ``torch.enable_grad()`` itself. ``forward`` is free for
     the method's own use: the training loop calls ``training_step`` through a wrapper. A hook that
     loops over many steps (a diffusion sampler, an iterative refiner) wraps the loop in
@@ -194,23 +193,11 @@ class Method(nn.Module):
         ``precision`` is fp32, bf16, fp16 (GPUs) or auto (see :mod:`genzoo.precision`). ``progress``
         shows a bar of the batches (and of a many-step method's steps, :meth:`track`) on a terminal.
         """
-        self.require("sample")
-        self._check_options(options, self.sample_options, "sample")
-        if n < 0:
-            raise GenzooError(f"n must be >= 0, got {n}")
-        if start < 0:
-            raise GenzooError(f"start must be >= 0, got {start}")
-        _check_batch_size(batch_size)
-        seed = random_seed(generator) if seed is None else int(seed)
-        label_tensor = self.labels_for(n, labels, first=start)
-        device = self._move_to(device)
-        if n == 0:
-            return torch.empty(0, *self._shape_or_empty())
+        from . import inference
 
-        def batch(lo: int, hi: int, labels: torch.Tensor | None) -> torch.Tensor:
-            return self.sample_batch(Noise(seed, start + lo, start + hi), labels, **options)
-
-        return self._in_batches("sample", n, batch, label_tensor, batch_size, device, precision, progress)
+        return inference.sample(self, n, labels=labels, seed=seed, start=start, generator=generator,
+                                batch_size=batch_size, device=device, precision=precision, progress=progress,
+                                options=options)
 
     def refine(
         self,
@@ -231,23 +218,11 @@ class Method(nn.Module):
         ``steps`` is the method's notion of refinement effort (None = its default; 0 = identity
         for methods that iterate). Randomness, if any, is drawn per image as in :meth:`sample`.
         """
-        self.require("refine")
-        self._check_options(options, self.refine_options, "refine")
-        x = self.check_input_images(x)
-        if steps is not None and steps < 0:
-            raise GenzooError(f"steps must be >= 0, got {steps}")
-        _check_batch_size(batch_size)
-        seed = random_seed(generator) if seed is None else int(seed)
-        n = x.shape[0]
-        label_tensor = self.labels_for(n, labels, default=False)
-        device = self._move_to(device)
-        if n == 0:
-            return x.clone()
+        from . import inference
 
-        def batch(lo: int, hi: int, labels: torch.Tensor | None) -> torch.Tensor:
-            return self.refine_batch(x[lo:hi].to(device), labels, Noise(seed, lo, hi, "refine"), steps, **options)
-
-        return self._in_batches("refine", n, batch, label_tensor, batch_size, device, precision, progress)
+        return inference.refine(self, x, labels=labels, steps=steps, seed=seed, generator=generator,
+                                batch_size=batch_size, device=device, precision=precision, progress=progress,
+                                options=options)
 
     # -- hooks for subclasses -----------------------------------------------------------------
 
@@ -294,6 +269,11 @@ class Method(nn.Module):
         "a curriculum"; "" for nothing): a ``--resume`` that changes ``--steps`` is then refused."""
         return ""
 
+    def check_options(self, verb: str, options: dict[str, Any], steps: int | None = None) -> None:
+        """Refuse, in one sentence (GenzooError), ``verb``'s options (typed and range-checked already) or refine's
+        ``steps`` where they are wrong for this model: what a declared range cannot say, such as a level
+        within the config's own bounds. Called once per request, before any image is made."""
+
     def setup_fit(self, data: Any) -> None:
         """Called once before training with the training data (None for data-free methods)."""
 
@@ -318,34 +298,6 @@ class Method(nn.Module):
         return progress_bar(iterable, True, desc=desc, unit="step", leave=False, position=1)
 
     # -- helpers ------------------------------------------------------------------------------
-
-    def _in_batches(self, verb: str, n: int, batch: Callable[[int, int, torch.Tensor | None], torch.Tensor],
-                    labels: torch.Tensor | None, batch_size: int, device: torch.device, precision: str,
-                    progress: bool) -> torch.Tensor:
-        """``batch(lo, hi, labels)`` over images 0..n-1 in batches, in eval mode without gradients, at the
-        precision asked for (``auto`` times the first batch both ways); the images checked, on the CPU."""
-        hook = f"{verb}_batch"
-
-        def labels_of(lo: int, hi: int) -> torch.Tensor | None:
-            return None if labels is None else labels[lo:hi].to(device)
-
-        out = []
-        with self._inference():
-            first = min(n, batch_size)
-            precision = self._precision(precision, device, verb, lambda: batch(0, first, labels_of(0, first)))
-            for lo, hi in _batches(n, batch_size, progress, "sampling" if verb == "sample" else "refining"):
-                with autocast(precision, device), self._showing_steps(progress):
-                    images = batch(lo, hi, labels_of(lo, hi))
-                out.append(self._check_images(images, hi - lo, hook).cpu())
-        return torch.cat(out)
-
-    @contextlib.contextmanager
-    def _showing_steps(self, progress: bool) -> Iterator[None]:
-        self._steps_shown = progress
-        try:
-            yield
-        finally:
-            self._steps_shown = False
 
     def check_input_images(self, x: torch.Tensor) -> torch.Tensor:
         """Validate images for refine: float NCHW in [0, 1] of this method's shape."""
@@ -408,61 +360,6 @@ class Method(nn.Module):
             raise GenzooError(f"{self.name} has no class {unknown[0]!r}; {known}")
         return [index[label] if isinstance(label, str) else int(label) for label in labels]
 
-    def _check_options(self, options: dict[str, Any], declared: dict[str, Any], verb: str) -> None:
-        """Refuse an option the method does not declare, or a value of the wrong type or outside its declared range."""
-        unknown = sorted(set(options) - set(declared))
-        if unknown:
-            known = ", ".join(sorted(declared)) or "none"
-            raise GenzooError(f"{self.name} {verb} has no option(s) {unknown}; its options: {known}")
-        for key, value in options.items():
-            if value is not None:
-                coerce_value(value, declared[key], f"{self.name} {verb} option {key}")
-
-    def _precision(self, requested: str, device: torch.device, verb: str, work) -> str:
-        """The precision to run a verb in; for ``auto`` on a native-bf16 CPU, one batch is timed both ways."""
-        if check_precision(requested) != "auto":
-            return resolve_precision(requested, device)
-
-        def probe(precision: str) -> float:
-            def run() -> None:
-                with autocast(precision, device):
-                    work()
-            return timed(run)
-
-        key = f"{verb}:{self.name}:{sorted(config_to_dict(self.config).items())}"
-        return resolve_precision("auto", device, probe, key)
-
-    def _move_to(self, device: torch.device | str | None) -> torch.device:
-        if device is not None:
-            self.to(device)
-        return self.device
-
-    def _shape_or_empty(self) -> tuple[int, ...]:
-        try:
-            return self.image_shape
-        except GenzooError:
-            return (0, 0, 0)
-
-    @contextlib.contextmanager
-    def _inference(self):
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.no_grad():
-                yield
-        finally:
-            self.train(was_training)
-
-    def _check_images(self, images: torch.Tensor, n: int, hook: str) -> torch.Tensor:
-        if images.ndim != 4 or images.shape[0] != n:
-            raise GenzooError(f"{self.name}.{hook} returned shape {tuple(images.shape)}, expected {n} x C x H x W")
-        return images.float().clamp(0, 1)
-
-
-def _check_batch_size(batch_size: int) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise GenzooError(f"batch_size must be a positive integer, got {batch_size!r}")
-
 
 def _check_options_declaration(cls: type, attr: str, hook: str) -> None:
     """``sample_options``/``refine_options``: a dict of keyword -> type (or ``Annotated[type, Range]``), each a
@@ -487,9 +384,3 @@ def _is_option_type(hint: Any) -> bool:
         base, *rules = typing.get_args(hint)
         return isinstance(base, type) and all(isinstance(rule, Range) for rule in rules)
     return isinstance(hint, type)
-
-
-def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[tuple[int, int]]:
-    starts = range(0, n, batch_size)
-    for start in progress_bar(starts, progress, desc=desc, unit="batch", total=len(starts), leave=False):
-        yield start, min(n, start + batch_size)

@@ -140,24 +140,21 @@ def parse_refine_options(pairs: tuple[str, ...], steps: int | None, refiner_ref:
         raise click.UsageError("--refine-opt and --refine-steps need --refine MODEL")
     if refiner is None:
         return {}
-    from ..generate import check_refine
+    from ..generate import checked
 
-    options = parse_options(pairs, refiner, "refine", "refine_opts", "--refine-opt")
-    check_refine(refiner, steps, options, "refine_opts")
-    return options
+    return checked(refiner, "refine", parse_assignments(pairs, "--refine-opt"), "refine_opts", steps)
 
 
 def parse_options(pairs: tuple[str, ...], model: Any, verb: str, argument: str = "opts",
                   flag: str = "--opt") -> dict[str, Any]:
-    """``--opt key=value`` typed and range-checked by what the method declares for ``verb`` (sample or refine).
+    """``--opt key=value`` typed, range-checked and checked by the method for ``verb`` (sample or refine), once.
 
     A key it does not declare, or a bad value, is refused naming the flag the user typed (``argument`` is the
     flag's parameter name, which the command group turns into the flag).
     """
-    from ..generate import typed_options
+    from ..generate import checked
 
-    return typed_options(parse_assignments(pairs, flag), getattr(model, f"{verb}_options"), argument,
-                         f"{model.name} {verb}")
+    return checked(model, verb, parse_assignments(pairs, flag), argument)
 
 
 def output_options(f):

@@ -127,6 +127,10 @@ class Consistency(LevelDenoiser, genzoo.Method):
             images = self.denoise_at(images + math.sqrt(sigma ** 2 - c.sigma_min ** 2) * z, sigma, labels).clamp(-1, 1)
         return to_unit(images)
 
+    def check_options(self, verb: str, options: dict, steps: int | None = None) -> None:
+        if verb == "refine":
+            self.config.refine_level(options.get("sigma"), "consistency")
+
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
         """``steps`` rounds (default 1), each: add noise of level ``sigma`` and map back in one step; 0: x."""
         c = self.config

@@ -100,22 +100,27 @@ class EDM(LevelDenoiser, genzoo.Method):
     def guided(self, labels: torch.Tensor | None, guide: str | None, guidance: float, cfg: float = 1.0) -> Denoiser:
         """D itself (with ``labels``); w D + (1 - w) D_guide with the weaker model ``guide`` (autoguidance); or
         D_uncond + w (D_cond - D_uncond) with this model's own unconditional denoiser (classifier-free guidance)."""
+        self._check_guidance(guide, guidance, cfg)
         own = self.denoiser(labels)
-        if guidance != 1 and cfg != 1:
-            raise genzoo.GenzooError(f"edm sample: choose one guidance: autoguidance (guidance {guidance:g}) or "
-                                     f"classifier-free guidance (cfg {cfg:g}); set the other to 1")
         if cfg != 1:
-            if not self.num_classes:
-                raise genzoo.GenzooError(f"edm sample: cfg {cfg:g} needs a class-conditional model; this one is "
-                                         "unconditional (use autoguidance: --opt guide=MODEL --opt guidance=W)")
             return guided(own, self.denoiser(None), cfg)
         if guidance == 1:
             return own
-        if not guide:
-            raise genzoo.GenzooError(f"edm sample: guidance {guidance:g} needs a guide model; "
-                                     "add --opt guide=MODEL (a weaker EDM model of the same data)")
         weaker = self._guide(guide)
         return guided(own, weaker.denoiser(labels if weaker.num_classes else None), guidance)
+
+    def _check_guidance(self, guide: str | None, guidance: float, cfg: float) -> None:
+        if guidance != 1 and cfg != 1:
+            raise genzoo.GenzooError(f"edm sample: choose one guidance: autoguidance (guidance {guidance:g}) or "
+                                     f"classifier-free guidance (cfg {cfg:g}); set the other to 1")
+        if cfg != 1 and not self.num_classes:
+            raise genzoo.GenzooError(f"edm sample: cfg {cfg:g} needs a class-conditional model; this one is "
+                                     "unconditional (use autoguidance: --opt guide=MODEL --opt guidance=W)")
+        if guidance != 1 and not guide:
+            raise genzoo.GenzooError(f"edm sample: guidance {guidance:g} needs a guide model; "
+                                     "add --opt guide=MODEL (a weaker EDM model of the same data)")
+        if guidance != 1:
+            self._guide(guide)  # loaded and checked now, before any image
 
     def _guide(self, name: str) -> "EDM":
         if name not in self._guides:
@@ -135,35 +140,48 @@ class EDM(LevelDenoiser, genzoo.Method):
 
     # -- verbs -------------------------------------------------------------------------------
 
+    def check_options(self, verb: str, options: dict, steps: int | None = None) -> None:
+        c = self.config
+        if verb == "refine":
+            c.refine_level(options.get("sigma"), "edm")
+            if steps is not None and steps > MAX_STEPS:
+                raise genzoo.GenzooError(f"edm refine: steps must be at most {MAX_STEPS}, got {steps}")
+            return
+        churn = self._churn(options)
+        if churn.tmin > churn.tmax:
+            raise genzoo.GenzooError(f"edm sample: s_tmin must not exceed s_tmax, got {churn.tmin:g} and {churn.tmax:g}")
+        self._check_guidance(*self._guidance(options))
+
+    def _churn(self, options: dict) -> Churn:
+        c = self.config
+        return Churn(*(getattr(c, key) if options.get(key) is None else float(options[key])
+                       for key in ("s_churn", "s_tmin", "s_tmax", "s_noise")))
+
+    def _guidance(self, options: dict) -> tuple[str | None, float, float]:
+        c = self.config
+        return tuple(getattr(c, key) if options.get(key) is None else options[key] for key in ("guide", "guidance", "cfg"))
+
     def sample_batch(self, noise, labels, steps: int | None = None, s_churn: float | None = None,
                      s_tmin: float | None = None, s_tmax: float | None = None, s_noise: float | None = None,
                      guide: str | None = None, guidance: float | None = None, cfg: float | None = None):
         c = self.config
-        steps = self._steps(c.sample_steps if steps is None else steps, "sample", "steps", low=1)
-        churn = Churn(*(c_value if value is None else float(value) for value, c_value in
-                        ((s_churn, c.s_churn), (s_tmin, c.s_tmin), (s_tmax, c.s_tmax), (s_noise, c.s_noise))))
-        if churn.tmin > churn.tmax:
-            raise genzoo.GenzooError(f"edm sample: s_tmin must not exceed s_tmax, got {churn.tmin:g} and {churn.tmax:g}")
-        denoise = self.guided(labels, c.guide if guide is None else guide,
-                              c.guidance if guidance is None else float(guidance), c.cfg if cfg is None else float(cfg))
+        options = {"s_churn": s_churn, "s_tmin": s_tmin, "s_tmax": s_tmax, "s_noise": s_noise, "guide": guide,
+                   "guidance": guidance, "cfg": cfg}
+        denoise = self.guided(labels, *self._guidance(options))
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
-        x = heun(denoise, x, self.schedule(steps), churn, noise.child("churn"), self.track)
+        x = heun(denoise, x, self.schedule(c.sample_steps if steps is None else steps), self._churn(options),
+                 noise.child("churn"), self.track)
         return to_unit(x, clamp=True)
 
     def refine_batch(self, x, labels, noise, steps, sigma: float | None = None):
         """Noise x to ``sigma`` and solve back in ``steps`` Heun steps (SDEdit); ``steps=0`` returns x."""
         c = self.config
         sigma = c.refine_level(sigma, "edm")
-        steps = self._steps(c.refine_steps if steps is None else steps, "refine", "steps", low=0)
+        steps = c.refine_steps if steps is None else steps
         if steps == 0:
             return x
         noisy = to_signed(x) + sigma * noise.randn(*self.image_shape, device=self.device)
         return to_unit(heun(self.denoiser(labels), noisy, self.schedule(steps, sigma), track=self.track), clamp=True)
-
-    def _steps(self, steps: int, verb: str, option: str, low: int) -> int:
-        if isinstance(steps, bool) or not isinstance(steps, int) or not low <= steps <= MAX_STEPS:
-            raise genzoo.GenzooError(f"edm {verb}: {option} must be an integer in [{low}, {MAX_STEPS}], got {steps!r}")
-        return steps
 
     # -- training ----------------------------------------------------------------------------
 
