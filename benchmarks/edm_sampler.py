@@ -1,12 +1,13 @@
-"""An EDM model's samplers side by side: deterministic Heun, EDM's churn, autoguidance, at stated network calls.
+"""An EDM model's samplers side by side: deterministic Heun, EDM's churn, autoguidance and, for a class-conditional
+model, classifier-free guidance (``cfg=W``), at stated network calls.
 
     python benchmarks/edm_sampler.py --model edm-mnist --data-root DATA -n 10000 \\
         --row "deterministic=steps=18" --row "churn 40=steps=18,s_churn=40" \\
         --row "autoguided w 2=steps=9,guide=edm-mnist-guide,guidance=2" --json benchmarks/results/edm_sampler.json
 
 Each ``--row LABEL=OPTIONS`` is ``genzoo eval MODEL --opt ...`` with the comma-separated sample options
-(those of ``genzoo sample edm --opt``) on ``-n`` samples against mnist:test. The network calls count the
-guide's: an autoguided Heun step calls both networks. Real training digits, blurred and noised, are scored
+(those of ``genzoo sample edm --opt``) on ``-n`` samples against ``--ref``. The network calls count the
+guide's: a guided Heun step (autoguidance or classifier-free) calls two denoisers. Real training digits, blurred and noised, are scored
 at the same ``-n`` beside them (FID and KID depend on the number of images).
 
 Rows measured one run at a time (``--no-references``, one ``--row`` each) join in a later run with
@@ -45,13 +46,14 @@ def merged_rows(path: str, args) -> list[dict]:
 
 
 SAMPLER_FIELDS = {"steps": "sample_steps", "s_churn": "s_churn", "s_tmin": "s_tmin", "s_tmax": "s_tmax",
-                  "s_noise": "s_noise", "guide": "guide", "guidance": "guidance"}
+                  "s_noise": "s_noise", "guide": "guide", "guidance": "guidance", "cfg": "cfg"}
 
 
 def sampler_settings(model, options: dict[str, str]) -> dict[str, str]:
     """Every sampler setting a row ran with: its options over the model's exported defaults (a row's label
     names its options; an exported default such as s_churn applies where a row leaves it out)."""
-    return {key: str(options.get(key, getattr(model.config, field))) for key, field in SAMPLER_FIELDS.items()}
+    return {key: str(options.get(key, getattr(model.config, field))) for key, field in SAMPLER_FIELDS.items()
+            if hasattr(model.config, field)}
 
 
 def main() -> None:
@@ -83,8 +85,9 @@ def main() -> None:
                                  precision=args.precision)
         steps = int(options.get("steps", model.config.sample_steps))
         guidance = float(options.get("guidance", model.config.guidance))
+        cfg = float(options.get("cfg", getattr(model.config, "cfg", 1.0)))
         row = {"label": label, "options": options, "sampler": sampler_settings(model, options),
-               "network_calls": model.network_calls(steps, guidance),
+               "network_calls": model.network_calls(steps, guidance, cfg),
                "metrics": report["metrics"], "generate_seconds": report["seconds"]["generate"]}
         print(json.dumps({k: v for k, v in row.items() if k != "metrics"}
                          | {k: report["metrics"].get(k) for k in ("fid", "precision", "recall", "swd")}), flush=True)

@@ -93,6 +93,30 @@ def save_grid(images: torch.Tensor, path: str | os.PathLike, nrow: int | None = 
     return save_png(make_grid(images, nrow=nrow), path, text={GRID_KEY: json.dumps(layout)})
 
 
+def class_rows(images: torch.Tensor, labels: torch.Tensor, class_names: Sequence[str], scale: int = 2) -> torch.Tensor:
+    """A 3 x H x W float picture of ``images`` in one row per class, each row headed by its class name; images
+    are scaled up ``scale`` times (nearest) so small ones stay legible beside the text."""
+    from PIL import Image, ImageDraw
+
+    classes = sorted(set(int(y) for y in labels))
+    rows = [images[labels == k] for k in classes]
+    columns = max(len(row) for row in rows)
+    names = [class_names[k] if k < len(class_names) else str(k) for k in classes]
+    cells = [make_grid(torch.nn.functional.interpolate(row.float(), scale_factor=scale, mode="nearest"),
+                       nrow=columns) for row in rows]
+    cells = [cell.expand(3, -1, -1) if cell.shape[0] == 1 else cell for cell in cells]
+    margin = 8 + 7 * max(len(name) for name in names)
+    width = margin + max(cell.shape[-1] for cell in cells)
+    canvas = Image.new("RGB", (width, sum(cell.shape[1] for cell in cells)), "white")
+    draw = ImageDraw.Draw(canvas)
+    top = 0
+    for name, cell in zip(names, cells):
+        canvas.paste(Image.fromarray(to_uint8(cell).permute(1, 2, 0).numpy()), (margin, top))
+        draw.text((4, top + cell.shape[1] // 2 - 5), name, fill="black")
+        top += cell.shape[1]
+    return torch.from_numpy(np.asarray(canvas).copy()).permute(2, 0, 1).float() / 255
+
+
 def read_image_files(files: Sequence[Path]) -> torch.Tensor:
     """PNG/JPEG files of one size -> uint8 N x C x H x W (grayscale stays 1 channel).
 

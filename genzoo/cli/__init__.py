@@ -28,13 +28,17 @@ VERBS = {
 }
 
 
+COMPUTING_VERBS = {"eval", "export", "fit", "push", "refine", "sample"}  # the verbs a busy-machine notice concerns
+
+
 @click.group(cls=LazyGroup, verbs=VERBS, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Plugins add verbs of their own: `genzoo plugins` lists them.")
 @click.version_option(package_name="genzoo")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
               help="CPU threads torch uses (default: $GENZOO_THREADS, else the cores this process may use, fewer "
                    "when the machine's load shows other work holds them).")
-def cli(threads: int | None) -> None:
+@click.pass_context
+def cli(ctx: click.Context, threads: int | None) -> None:
     """genzoo: a zoo of generative models behind one interface.
 
     \b
@@ -44,9 +48,13 @@ def cli(threads: int | None) -> None:
         # train a method on the data under DIR
         # (the test suite runs it with --steps 2)
     """
+    import sys
+
     from ..threads import configure_threads
 
-    configure_threads(threads)
+    asks_help = any(arg in ("-h", "--help") for arg in sys.argv[1:])
+    computes = ctx.invoked_subcommand in COMPUTING_VERBS and not asks_help
+    configure_threads(threads, say=None if computes else (lambda text: None))
 
 
 def main() -> None:
