@@ -4,6 +4,7 @@ from pathlib import Path
 import click
 
 from ..datasets import DATA_ROOT_ENV, default_root, known_datasets
+from ..datasets.files import FILE_SPECS
 from ..datasets.specs import files_found
 from ..errors import GenzooError
 from ..plugins import get_host
@@ -20,7 +21,8 @@ def command(as_json: bool, data_root: str | None, show_metrics: bool) -> None:
     """List the datasets --dataset and --ref can name: size, shape, labels, and where the files are expected.
 
     Each dataset's files are marked found or MISSING under the data root; a --data-root that holds
-    none of them is an error (exit status 1), as a mistyped folder usually is.
+    none of them is an error (exit status 1), as a mistyped folder usually is. Your own images
+    follow: folder:PATH and npz:PATH[:SPLIT], read where PATH says.
     """
     if show_metrics:
         metrics = [get_host().metrics[name] for name in sorted(get_host().metrics)]
@@ -38,7 +40,10 @@ def command(as_json: bool, data_root: str | None, show_metrics: bool) -> None:
     entries = known_datasets()
     found = {e.name: files_found(e, root) for e in entries}
     if as_json:
-        click.echo(json.dumps([{**e.as_dict(), "found": found[e.name]} for e in entries], indent=2))
+        own = [{"name": spec, "summary": summary, "shape": None, "num_classes": None, "class_names": [], "splits": {},
+                "files": files, "default_split": None, "license": "", "source": "genzoo", "default_metrics": "",
+                "found": None} for spec, (summary, files) in FILE_SPECS.items()]
+        click.echo(json.dumps([{**e.as_dict(), "found": found[e.name]} for e in entries] + own, indent=2))
     else:
         click.echo(f"data root: {root}" + ("" if root.is_dir() else " (no such folder)"))
         for e in entries:
@@ -51,6 +56,9 @@ def command(as_json: bool, data_root: str | None, show_metrics: bool) -> None:
                           + (f"; licence: {e.license}" if e.license else "")
                           + (f"; from {e.source}" if e.source != "genzoo" else ""), indent="  ")
             for line in lines:
+                click.echo(line)
+        for spec, (summary, files) in FILE_SPECS.items():
+            for line in wrap(f"{spec}: {summary}") + wrap(f"files: {files}", indent="  "):
                 click.echo(line)
     if data_root and not any(found.values()):
         raise GenzooError(f"--data-root {data_root} holds the files of no dataset above; pass the folder that holds "

@@ -54,3 +54,5 @@ def command(name, sample_options, refine_options, labels, json_out, device, **op
     for report in result if isinstance(result, list) else [result]:
         for line in eval_lines(report, several=isinstance(result, list)):
             click.echo(line)
+    for note in (result[0] if isinstance(result, list) else result)["notes"]:
+        click.echo(f"note: {note}")

@@ -17,6 +17,16 @@ from ..images import IMAGE_SUFFIXES, NPZ_ACCEPTED, read_image_files
 from .imagedata import ImageData, images_to_uint8_nchw
 
 
+FILE_SPECS = {  # spec -> (what it reads, the files it needs): the rows `genzoo datasets` lists after the named ones
+    "folder:PATH": ("your own images: a folder of PNG or JPEG files of one size, 1 or 3 channels; with one "
+                    "sub-folder per class instead, labelled by sub-folder in name order (the names are the classes)",
+                    "PATH, read as written (not under the data root)"),
+    "npz:PATH[:SPLIT]": ("your own images in an .npz: array x (or x_SPLIT), uint8 N x H x W, N x H x W x C or "
+                         "N x C x H x W, or float in [0, 1]; integer labels y (or y_SPLIT), if any",
+                         "PATH, read as written (not under the data root); never unpickled"),
+}
+
+
 def file_dataset(spec: str) -> ImageData | None:
     """``folder:PATH`` or ``npz:PATH[:SPLIT]`` read at once; None for a named dataset."""
     kind, _, rest = spec.partition(":")
@@ -90,7 +100,8 @@ def load_folder(path: Path) -> ImageData:
             found = _image_files(class_dir)
             files += found
             labels += [label] * len(found)
-        return ImageData(read_image_files(files), torch.tensor(labels, dtype=torch.long), f"folder:{path}")
+        return ImageData(read_image_files(files), torch.tensor(labels, dtype=torch.long), f"folder:{path}",
+                         tuple(d.name for d in class_dirs))
     return ImageData(read_image_files(_image_files(path)), None, f"folder:{path}")
 
 

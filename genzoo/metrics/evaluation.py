@@ -25,12 +25,14 @@ from ..method import BATCH_SIZE, INFERENCE_PRECISION, Method
 from ..plugins import find_model, get_host
 from ..progress import progress_bar
 from ..registry import RANKED_METRICS
-from .features import extract, feature_space
+from .features import FeatureSpace, extract, feature_space
 from .scores import KID_SUBSET_SIZE, class_statistics
-from ..entries import MetricEntry
+from ..entries import SPEC_PREFIXES, MetricEntry
 from .scoring import Scoring, TrainingSet
 
 DEFAULT_METRICS = "fid,kid,precision,recall,accuracy"
+PIXEL_METRICS = ("swd",)  # computed on the images alone: they need no feature network
+PIXELS = "pixels"  # what a report names as its features when no feature network was used
 REFERENCE_SEED = 0  # the fixed permutation that draws reference subsets
 
 
@@ -42,9 +44,10 @@ class EvalOptions:
     ref: str = option("mnist:test", help="Reference images: a dataset spec (drawn with a fixed permutation).")
     metrics: str | None = option(None, help="Comma list of metrics (`genzoo datasets --metrics` lists them; default: "
                                             "the --ref dataset's own list, else fid,kid,precision,recall, and "
-                                            "accuracy where the feature network classifies).")
-    features: str | None = option(None, help="Feature network (default: the one registered for --ref's dataset; "
-                                             "'inception' online).")
+                                            "accuracy where the feature network classifies; swd, on pixels, where "
+                                            "there is no feature network).")
+    features: str | None = option(None, help="Feature network (default: the one registered for --ref's dataset, none "
+                                             "for folder: and npz: references; 'inception' online).")
     refine: str | None = option(None, metavar="MODEL", help="Refine the samples with another model first.")
     refine_steps: int | None = option(None, help="Steps for --refine (default: the refiner's own).")
     refine_options: dict[str, Any] = option(default_factory=dict, cli=False)
@@ -112,7 +115,9 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
     ``genzoo sample``), ``npz:PATH``/``folder:PATH``, a Method, or a tensor of images in [0, 1].
     Keyword arguments are the fields of :class:`EvalOptions`. Memorisation compares a fixed random
     subset of ``memorization_n`` generated images with ``train`` (default: the training split of
-    ``ref``'s dataset). With ``apply`` a sequence of K, the result is a list: one report per K.
+    ``ref``'s dataset). With ``apply`` a sequence of K, the result is a list: one report per K. Against a
+    reference no feature network is registered for (``folder:``, ``npz:``) and with no ``features`` named, only
+    the metrics on pixels run (swd), and the report's ``notes`` say how to score FID.
     """
     known = {f.name for f in dataclasses.fields(EvalOptions)}
     unknown = sorted(set(options) - known)
@@ -125,9 +130,15 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
     refiner = _refiner(o)  # own precondition, and before any data is read
     dev = torch.device(o.device) if o.device is not None else torch.device("cpu")
     dataset_name = o.ref.split(":", 1)[0]
-    space = feature_space(o.features, dataset=dataset_name, device=dev)
-    entries = o.metric_entries(space.can_classify())
-    if any("classes" in e.needs for e in entries) and not space.can_classify():
+    pixels_only = o.features is None and not _has_feature_network(dataset_name)
+    if pixels_only:
+        o.metrics = _pixel_metrics(o)
+        space = None
+        entries = o.metric_entries(False)
+    else:
+        space = feature_space(o.features, dataset=dataset_name, device=dev)
+        entries = o.metric_entries(space.can_classify())
+    if space is not None and any("classes" in e.needs for e in entries) and not space.can_classify():
         needing = ", ".join(e.name for e in entries if "classes" in e.needs)
         raise ArgumentError("metrics", f"feature network {space.name!r} cannot classify, so {needing} is unavailable; "
                             f"drop it from {{arg}}")
@@ -143,11 +154,13 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
     _check_inputs(given, space, reference, o)  # before any network runs
     catalogue = _catalogue_figures(source, o)
 
+    notes = [_features_note(o.ref, reference)] if pixels_only else []
+
     ref_index = fixed_permutation(len(reference), REFERENCE_SEED)[:ref_count]
     ref_images = reference.floats(ref_index)
     setup_seconds = time.time() - t0
     t1 = time.time()
-    real_f, _ = extract(space, ref_images, progress=o.progress, desc="reference features")
+    real_f = _features(space, ref_images, o, "reference features")[0]
     reference_seconds = time.time() - t1  # counted in the first report, with the setup
     train_features: list[TrainingSet] = []
 
@@ -167,7 +180,7 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
                               f"{o.ref} has {tuple(ref_images.shape[1:])}; evaluate against a reference of the same size")
         timings = {"generate": time.time() - t1 + (setup_seconds if not reports else 0.0)}
         t2 = time.time()
-        fake_f, fake_p = extract(space, images, progress=o.progress, desc="sample features")
+        fake_f, fake_p = _features(space, images, o, "sample features")
         timings["features"] = time.time() - t2 + (reference_seconds if not reports else 0.0)
         scoring = Scoring(real_f, fake_f, fake_p, used_labels, images, one,
                           load_train if train_data is not None else None, real_images=ref_images)
@@ -191,18 +204,70 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
             "n": len(images),
             "seed": o.seed,
             "reference": {"spec": o.ref, "n": ref_count, "drawn_with": f"fixed permutation, seed {REFERENCE_SEED}"},
-            "features": {"name": space.name, "sha256": space.sha256, "num_features": space.num_features},
+            "features": ({"name": space.name, "sha256": space.sha256, "num_features": space.num_features}
+                         if space is not None else {"name": PIXELS, "sha256": None, "num_features": 0}),
             "labels": "given" if used_labels is not None else None,
             "metrics": results,
             "catalogue": [figure for figure in catalogue if _same_samples(figure["of"], one)],
             "seconds": {key: round(value, 2) for key, value in timings.items()},
+            "notes": notes,
         })
     return reports[0] if isinstance(o.apply, int) else reports
+
+
+def _has_feature_network(dataset: str) -> bool:
+    """Whether a feature network is registered for ``dataset`` (a named dataset; never ``folder`` or ``npz``)."""
+    return any(dataset in entry.datasets for entry in get_host().feature_extractors.values())
+
+
+def _pixel_metrics(o: EvalOptions) -> str:
+    """The metrics of an evaluation with no feature network: those asked for, which must all compare pixels, or by
+    default every metric that does."""
+    if o.metrics is None:
+        return ",".join(PIXEL_METRICS)
+    entries = o.metric_entries(False)
+    needing = [e.name for e in entries if e.name not in PIXEL_METRICS]
+    if needing:
+        raise ArgumentError("features", f"{', '.join(needing)} compare{'s' if len(needing) == 1 else ''} features, and "
+                            f"no feature network is registered for --ref {o.ref}; name one that takes its images with "
+                            f"{{arg}} NAME ({_feature_choices()}), or score pixels alone with --metrics "
+                            f"{','.join(PIXEL_METRICS)}")
+    return o.metrics
+
+
+def _feature_choices() -> str:
+    """The feature networks and the image shape each takes (that of the datasets it is registered for)."""
+    host = get_host()
+    choices = []
+    for entry in host.feature_extractors.values():
+        shapes = {tuple(host.datasets[d].shape) for d in entry.datasets if d in host.datasets}
+        takes = " or ".join("x".join(map(str, shape)) for shape in sorted(shapes))
+        choices.append(f"{entry.name}: {takes} images" if takes else entry.name)
+    return "; ".join(choices + ["inception: any size, its weights downloaded on first use"])
+
+
+def _features_note(ref: str, reference: ImageData) -> str:
+    """How to score FID and the other feature metrics against a reference no feature network is registered for."""
+    shape = "x".join(map(str, reference.image_shape))
+    return (f"no feature network is registered for {ref} ({shape} images), so only pixels were compared; for FID, "
+            f"KID, precision and recall pass --features NAME ({_feature_choices()})")
+
+
+def _features(space: FeatureSpace | None, images: torch.Tensor, o: EvalOptions,
+              desc: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The features and class probabilities of ``images`` (None, None without a feature network)."""
+    if space is None:
+        return None, None
+    return extract(space, images, progress=o.progress, desc=desc)
 
 
 def _training_set(o: EvalOptions, dataset_name: str) -> ImageData:
     if o.train is not None and not isinstance(o.train, str):
         return o.train
+    if o.train is None and dataset_name in SPEC_PREFIXES:
+        raise ArgumentError("train", f"memorization compares samples with training images, and --ref {o.ref} names "
+                            f"files, not a dataset with a training split; name them with {{arg}} (a dataset, "
+                            f"folder:PATH or npz:PATH)")
     return load_dataset(o.train or f"{dataset_name}:train", o.data_root)
 
 
@@ -295,7 +360,7 @@ def _check_inputs(given: tuple[torch.Tensor, Any, str] | None, space: Any, refer
     """The reference against the feature network's input, and given images against the reference, by shape."""
     if len(reference) == 0:
         raise ArgumentError("ref", f"{{arg}} {reference.name} holds no images; give a reference with images")
-    takes = getattr(space.module, "image_shape", None)
+    takes = getattr(space.module, "image_shape", None) if space is not None else None
     if takes is not None and tuple(takes) != tuple(reference.image_shape):
         raise ArgumentError("ref", f"{{arg}} {reference.name} holds images of shape {tuple(reference.image_shape)} "
                             f"(C, H, W), but feature network {space.name} takes {tuple(takes)}; give a reference of "
