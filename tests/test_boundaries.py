@@ -405,3 +405,46 @@ def test_a_read_only_folder_and_a_missing_parent_in_it_are_refused_for_a_user_wi
         assert code == 1 and len(errors) == 1 and "Traceback" not in output, (case, output)
         assert f"{locked} is not writable (permission denied)" in errors[0], (case, errors[0])
     assert list(locked.iterdir()) == []
+
+
+# -- memory --------------------------------------------------------------------------------------------------------
+
+
+def _with_memory(monkeypatch, size, *, loader=False):
+    """This machine as one of ``size`` bytes to the estimate of a request (and with ``loader``, to the loader's check
+    of a model's weights)."""
+    from genzoo import memory, weights
+
+    monkeypatch.setattr(memory, "machine_memory", lambda: size)
+    if loader:
+        monkeypatch.setattr(weights, "machine_memory", lambda: size)
+
+
+def test_sampling_an_image_size_of_40000_on_the_same_tensors_fails_fast_in_one_line(tmp_path, monkeypatch):
+    import resource
+
+    _with_memory(monkeypatch, 16 * 2**30, loader=True)
+    directory = genzoo.save_pretrained(genzoo.load("edm-mnist-small"), tmp_path / "edm")
+    document = json.loads((directory / "config.json").read_text())
+    document["config"]["image_size"] = 40000  # a U-Net takes any size: the weights load
+    (directory / "config.json").write_text(json.dumps(document))
+    monkeypatch.setattr(genzoo.get_host().method("edm"), "sample_batch", lambda *a, **k: pytest.fail("a batch started"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    one_error(run("sample", directory, "-n", "4", "-o", tmp_path / "s.png"), f"{directory} works on 1 x 40000 x 40000 "
+              "images", "even one at a time takes at least 202.7 GiB, more than the 16.0 GiB", "image_size is damaged")
+    one_error(run("eval", directory, "-n", "4", "--metrics", "swd"), "even one at a time takes at least 202.7 GiB")
+    assert time.perf_counter() - start < 60
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 2**20  # KiB: less than 1 GiB more than before
+    assert not (tmp_path / "s.png").exists()
+
+
+def test_a_batch_or_a_count_too_large_for_memory_names_the_flag_to_lower(tmp_path, monkeypatch):
+    np.savez(tmp_path / "digits.npz", x=np.zeros((300, 28, 28), np.uint8))
+    _with_memory(monkeypatch, 5 * 2**20)
+    line = one_error(run("refine", "ign", "--input", tmp_path / "digits.npz", "-o", tmp_path / "r.png"))
+    assert "refining ign's 1 x 28 x 28 images 256 at a time takes at least" in line and "lower --batch-size to" in line
+    _with_memory(monkeypatch, 100 * 2**20)
+    one_error(run("sample", "ign", "-n", "100000", "-o", tmp_path / "s.npz"), "sampling 100,000 images of 1 x 28 x 28 "
+              "keeps at least 0.3 GiB of them in memory, more than the 0.1 GiB here; lower -n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.npz"]

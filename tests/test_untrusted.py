@@ -281,3 +281,46 @@ def test_identical_16_bit_images_score_fid_zero_against_themselves(tmp_path):
     report = genzoo.evaluate(f"folder:{folder}", ref=f"folder:{folder}", n=24, metrics="fid",
                              features="features-mnist", progress=False)
     assert abs(report["metrics"]["fid"]) < 1e-3
+
+
+def _edm_of_size(tmp_path, monkeypatch, image_size):
+    """edm-mnist-small's tensors under a config.json that says ``image_size``, on a machine of 16 GiB; a U-Net
+    takes any size, so it loads."""
+    from genzoo import memory, weights
+
+    monkeypatch.setattr(weights, "machine_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr(memory, "machine_memory", lambda: 16 * 2**30)
+    directory = genzoo.save_pretrained(genzoo.load("edm-mnist-small"), tmp_path / "edm")
+    _edit(directory, config={"image_size": image_size})
+    return directory
+
+
+def test_an_image_size_the_same_tensors_take_is_refused_by_memory_before_any_batch(tmp_path, monkeypatch):
+    from genzoo.memory import check_images_fit
+
+    directory = _edm_of_size(tmp_path, monkeypatch, 40000)
+    model = genzoo.load(directory)
+    monkeypatch.setattr(type(model), "sample_batch", lambda *a, **k: pytest.fail("a batch started"))
+    with pytest.raises(genzoo.GenzooError) as info:
+        check_images_fit([model], 1, batch_size=1, where=str(directory))
+    message = str(info.value)
+    assert "\n" not in message and f"{directory} works on 1 x 40000 x 40000 images (C x H x W)" in message
+    assert "even one at a time takes at least 202.7 GiB, more than the 16.0 GiB of memory here" in message
+    assert "image_size is damaged" in message
+    with pytest.raises(genzoo.GenzooError, match="even one at a time takes at least 202.7 GiB"):
+        genzoo.evaluate(str(directory), n=4, metrics="swd", progress=False)
+
+
+def test_the_memory_estimate_is_a_lower_bound_that_passes_the_catalogue_s_own_requests(tmp_path, monkeypatch):
+    from genzoo.memory import check_images_fit, per_image_bytes
+
+    directory = _edm_of_size(tmp_path, monkeypatch, 28)
+    model = genzoo.load(directory)
+    # the image in and out (float32) and the first convolution's 32 channels at full resolution
+    assert per_image_bytes(model) == 2 * 4 * 28 * 28 + 32 * 28 * 28 * 4
+    assert per_image_bytes(model, "bf16") == 2 * 4 * 28 * 28 + 32 * 28 * 28 * 2
+    check_images_fit([model], 10_000, batch_size=256)  # genzoo eval's default request
+    with pytest.raises(genzoo.ArgumentError, match=r"lower batch_size to [\d,]+ or less"):
+        check_images_fit([model], 10**6, batch_size=10**6)
+    with pytest.raises(genzoo.ArgumentError, match=r"keeps at least 23.4 GiB of them in memory.*lower n"):
+        check_images_fit([model], 8 * 10**6, batch_size=256)

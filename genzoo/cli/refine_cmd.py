@@ -5,6 +5,7 @@ from ..errors import GenzooError
 from ..generate import RefineOptions
 from ..images import OUTPUT_RULE, output_target, replacing, save_images
 from ..loading import load
+from ..memory import check_images_fit
 from .options import device_from, device_option, options_from, output_options, parse_labels, parse_options
 
 
@@ -36,6 +37,8 @@ def command(name, source, output, fmt, as_float, nrow, labels, opts, device, **s
             f"{'' if single else 's'}, but {model.name} refines {'x'.join(map(str, expected))} images (C x H x W); "
             f"pass one image per PNG file, a folder of them, or an .npz (genzoo sample --format npz)"
         )
+    check_images_fit([model], len(images), batch_size=o.batch_size, device=dev, precision=o.precision,
+                     verb="refining", where=name)
     use_labels = given if given is not None else (file_labels if model.num_classes else None)
     if use_labels is not None:
         use_labels = model.labels_for(images.shape[0], use_labels)

@@ -3,6 +3,7 @@ import click
 from ..generate import SampleOptions, generate
 from ..images import OUTPUT_RULE, output_target, replacing, save_images
 from ..loading import load
+from ..memory import check_images_fit
 from .options import (device_from, device_option, options_from, output_options, parse_labels, parse_options,
                       parse_refine_options)
 
@@ -32,6 +33,7 @@ def command(name, output, fmt, as_float, nrow, labels, opts, refine_opts, device
     options = parse_options(opts, model, "sample")
     refiner = load(o.refine, device=dev) if o.refine else None
     refine_options = parse_refine_options(refine_opts, o.refine_steps, o.refine, refiner)
+    check_images_fit([model, refiner], o.n, batch_size=o.batch_size, device=dev, precision=o.precision, where=name)
     images, used_labels = generate(
         model, o.n, seed=o.seed, labels=label_tensor, apply=o.apply, refiner=refiner, refine_steps=o.refine_steps,
         batch_size=o.batch_size, device=dev, precision=o.precision, progress=o.progress, options=options,

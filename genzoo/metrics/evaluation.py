@@ -21,6 +21,7 @@ from ..datasets import ImageData, fixed_permutation, load_dataset
 from ..errors import ArgumentError, GenzooError
 from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, check_refine, generate, typed_options
 from ..loading import load
+from ..memory import check_images_fit
 from ..method import BATCH_SIZE, INFERENCE_PRECISION, Method
 from ..plugins import find_model, get_host
 from ..progress import progress_bar
@@ -128,6 +129,9 @@ def evaluate(source: Any, **options: Any) -> dict[str, Any] | list[dict[str, Any
     t0 = time.time()
     model = _source_model(source, o)  # the model and its options first: a bad option is named before any metric's
     refiner = _refiner(o)  # own precondition, and before any data is read
+    if model is not None:
+        check_images_fit([model, refiner], o.n, batch_size=o.batch_size, device=o.device, precision=o.precision,
+                         where=str(source) if isinstance(source, str) else None)
     dev = torch.device(o.device) if o.device is not None else torch.device("cpu")
     dataset_name = o.ref.split(":", 1)[0]
     pixels_only = o.features is None and not _has_feature_network(dataset_name)
