@@ -1,5 +1,5 @@
-"""genzoo.blocks: the building blocks methods share (the U-Net denoisers' config, the [-1, 1] conversion,
-batch-norm calibration), as the built-in plugins and an outside one use them."""
+"""genzoo.blocks: the building blocks methods share (the U-Net denoisers' config, the DCGAN networks, the [-1, 1]
+conversion, batch-norm calibration), as the built-in plugins and an outside one use them."""
 
 import dataclasses
 import json
@@ -14,6 +14,8 @@ from genzoo.configs import build_config, config_to_dict
 from genzoo_consistency import ConsistencyConfig
 from genzoo_edm import EDMConfig
 from genzoo_gan.model import GAN
+from genzoo_gan.networks import discriminator, generator
+from genzoo_ign.network import build_network
 
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 
@@ -40,6 +42,18 @@ def test_edm_and_consistency_share_their_common_config_fields_once_with_their_ow
         ConsistencyConfig(refine_sigma=100.0)
     with pytest.raises(ValueError, match="divisible by 2"):
         EDMConfig(image_size=30)
+
+
+def test_ign_and_the_gan_build_their_networks_from_the_same_dcgan_stages():
+    """The GAN's generator is IGN's decoder and its discriminator IGN's encoder to one logit (genzoo.blocks.dcgan)."""
+    f = build_network(3, 32, 100, 64, "group")
+    g, d = generator(3, 32, 64, 100, "group"), discriminator(3, 32, 64, "group")
+    assert {k: v.shape for k, v in g.state_dict().items()} == {k: v.shape for k, v in f[1].state_dict().items()}
+    encoder = {k: v.shape for k, v in f[0].state_dict().items()}
+    last = list(encoder)[-1].split(".")[0]  # the bottleneck conv: 100 channels in IGN, one logit in the GAN
+    assert {k: v.shape for k, v in d.state_dict().items()} == {
+        k: (1, *v[1:]) if k.startswith(f"{last}.") else v for k, v in encoder.items()}
+    assert d(torch.zeros(2, 3, 32, 32)).shape == (2, 1)
 
 
 @pytest.mark.parametrize("method", ["edm", "consistency"])

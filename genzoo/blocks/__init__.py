@@ -6,6 +6,8 @@
   D(x, sigma) at one level for a batch, labels bound in (``LevelDenoiser``)
 - ``sampling``: samplers as functions of a denoiser, a start and the levels (``heun`` with EDM's ``Churn``), and
   guidance that mixes two denoisers (``guided``: autoguidance, classifier-free guidance)
+- ``dcgan``: DCGAN-like encoders and decoders for 28, 32 and 64 pixel images (IGN's f, the GAN's two networks),
+  and DCGAN's initialisation
 - ``fastconv``: exact matrix-product (and sub-pixel) forms of convolutions that oneDNN runs slowly,
   swapped in by one call (``speed_up``)
 - ``batchnorm``: batch norm with population statistics per input source, and recomputing any network's

@@ -17,9 +17,10 @@ import torch.nn.functional as F
 
 import genzoo
 from genzoo.blocks import calibrate, speed_up, to_signed, to_unit
+from genzoo.blocks.dcgan import STAGES
 from genzoo.configs import Positive, UnitOpen
 
-from .networks import STAGES, discriminator, generator
+from .networks import discriminator, generator
 
 PAPER = """@inproceedings{radford2016unsupervised,
   title     = {Unsupervised Representation Learning with Deep Convolutional Generative Adversarial Networks},

@@ -12,11 +12,12 @@ import torch
 
 import genzoo
 from genzoo.blocks import calibrate, speed_up, to_signed, to_unit
+from genzoo.blocks.dcgan import STAGES
 from genzoo.configs import NonNegative, Positive, UnitOpen
 
 from .inference import FoldedCache
 from .losses import ign_losses
-from .network import STAGES, build_network
+from .network import build_network
 from .noise import fourier_noise, fourier_statistics, hermitian_fourier_noise
 
 PAPER = """@inproceedings{shocher2024idempotent,
@@ -34,7 +35,7 @@ class IGNConfig:
     width: Annotated[int, Positive] = 64  # channels of the first stage; later stages scale with it (a multiple of 4)
     bottleneck: Annotated[int, Positive] = 100
     norm: Literal["batch", "group", "none"] = "batch"  # batch: per-source calibrated statistics (docs/methods/ign.md)
-    decoder: Literal["transposed", "resize"] = "transposed"  # how the decoder upsamples (network.upsampling)
+    decoder: Literal["transposed", "resize"] = "transposed"  # how the decoder upsamples (blocks.dcgan.upsampling)
     # fourier: Re(ifft) of independent coefficients (keeps about half the data's per-pixel variance);
     # hermitian: coefficients drawn with Hermitian symmetry, so the noise has the data's per-pixel statistics
     noise: Literal["gaussian", "fourier", "hermitian"] = "gaussian"
