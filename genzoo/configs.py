@@ -11,7 +11,8 @@ A field's type is its annotation; a range is added with ``typing.Annotated``::
         dropout: Annotated[float, Probability] = 0.1
 
 Fields the core reads (``channels``, ``image_size``, ``num_classes``, ``ema_decay``, ``grad_clip``)
-are range-checked even without an annotation, and every float must be finite. Values from a file
+are range-checked even without an annotation, and every float must be finite. A Config that trains with
+Adam inherits :class:`OptimiserConfig` (the betas, ``ema_decay`` and ``grad_clip``). Values from a file
 (config.json) are read ``strict``: JSON has types, so a string where a number belongs is refused,
 not converted.
 """
@@ -23,7 +24,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from .errors import GenzooError
 
@@ -69,6 +70,20 @@ UnitOpen = Range(0, 1, high_open=True)  # e.g. a decay or momentum: 0 <= b < 1
 # Fields with meaning to the core, checked whatever their annotation says.
 CORE_RANGES = {"channels": Range(1), "image_size": Range(1), "num_classes": NonNegative, "ema_decay": UnitOpen,
                "grad_clip": NonNegative}
+
+
+@dataclass
+class OptimiserConfig:
+    """Adam's betas and the shared loop's moving average and gradient clipping, as Config fields.
+
+    A method's Config inherits them, so config.json holds them beside its own fields, and declares one
+    again for another default; the learning rate stays with each method (its name and default differ).
+    """
+
+    beta1: Annotated[float, UnitOpen] = 0.9
+    beta2: Annotated[float, UnitOpen] = 0.999
+    ema_decay: Annotated[float, UnitOpen] = 0.999
+    grad_clip: Annotated[float, Positive] | None = None  # max gradient norm per optimiser step; None: no clipping
 
 
 def _field_types(config_cls: type) -> dict[str, Any]:

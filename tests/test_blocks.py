@@ -1,5 +1,6 @@
 """genzoo.blocks: the building blocks methods share (the U-Net denoisers' config, the DCGAN networks, the [-1, 1]
-conversion, batch-norm calibration), as the built-in plugins and an outside one use them."""
+conversion, batch-norm calibration), and the optimiser fields of genzoo.configs, as the built-in plugins and an
+outside one use them."""
 
 import dataclasses
 import json
@@ -10,11 +11,12 @@ import torch
 from torch import nn
 
 from genzoo.blocks import DenoiserConfig, batchnorm, calibrate, to_signed, to_unit
-from genzoo.configs import build_config, config_to_dict
+from genzoo.configs import OptimiserConfig, build_config, config_to_dict
 from genzoo_consistency import ConsistencyConfig
 from genzoo_edm import EDMConfig
-from genzoo_gan.model import GAN
+from genzoo_gan.model import GAN, GANConfig
 from genzoo_gan.networks import discriminator, generator
+from genzoo_ign.model import IGNConfig
 from genzoo_ign.network import build_network
 
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
@@ -42,6 +44,17 @@ def test_edm_and_consistency_share_their_common_config_fields_once_with_their_ow
         ConsistencyConfig(refine_sigma=100.0)
     with pytest.raises(ValueError, match="divisible by 2"):
         EDMConfig(image_size=30)
+
+
+def test_ign_the_gan_and_the_denoisers_inherit_the_optimiser_fields_once():
+    optimiser = {f.name for f in dataclasses.fields(OptimiserConfig)}
+    assert optimiser == {"beta1", "beta2", "ema_decay", "grad_clip"}
+    for cls in (IGNConfig, GANConfig, DenoiserConfig):
+        assert issubclass(cls, OptimiserConfig)
+        assert set(vars(cls)["__annotations__"]) & optimiser <= {"beta1"}  # declared again only for another default
+    assert (IGNConfig().beta1, GANConfig().beta1, DenoiserConfig().beta1, EDMConfig().beta1) == (0.5, 0.5, 0.9, 0.9)
+    with pytest.raises(Exception, match="ema_decay"):
+        build_config(IGNConfig, {"ema_decay": "1.5"})
 
 
 def test_ign_and_the_gan_build_their_networks_from_the_same_dcgan_stages():

@@ -13,13 +13,13 @@ from typing import Annotated
 
 import torch
 
-from ..configs import NonNegative, Positive, Range, UnitOpen
+from ..configs import NonNegative, OptimiserConfig, Positive, Range
 from ..errors import GenzooError
 from .unet import NO_LABEL, check_shape
 
 
 @dataclass
-class DenoiserConfig:
+class DenoiserConfig(OptimiserConfig):  # the betas, ema_decay and grad_clip: OptimiserConfig's
     channels: Annotated[int, Positive] = 1
     image_size: Annotated[int, Positive] = 28
     width: Annotated[int, Positive] = 32  # channels at full resolution; twice that below (a multiple of 4)
@@ -38,10 +38,6 @@ class DenoiserConfig:
     p_std: Annotated[float, Positive] = 1.2
     refine_sigma: Annotated[float, Positive] = 1.0  # the level refine noises an image to
     lr: Annotated[float, Positive] = 5e-4
-    beta1: Annotated[float, UnitOpen] = 0.9
-    beta2: Annotated[float, UnitOpen] = 0.999
-    ema_decay: Annotated[float, UnitOpen] = 0.999
-    grad_clip: Annotated[float, Positive] | None = None
 
     def __post_init__(self) -> None:
         check_shape(self.image_size, self.levels, self.width)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 import genzoo
 from genzoo.blocks import calibrate, speed_up, to_signed, to_unit
 from genzoo.blocks.dcgan import STAGES
-from genzoo.configs import Positive, UnitOpen
+from genzoo.configs import OptimiserConfig, Positive, UnitOpen
 
 from .networks import discriminator, generator
 
@@ -33,7 +33,7 @@ CALIBRATION_IMAGES = 4096  # generated images whose batch statistics become the 
 
 
 @dataclass
-class GANConfig:
+class GANConfig(OptimiserConfig):  # beta2, ema_decay and grad_clip: OptimiserConfig's
     channels: Annotated[int, Positive] = 1
     image_size: int = 28  # 28, 32 or 64
     width: Annotated[int, Positive] = 64  # channels of the first stage (a multiple of 4)
@@ -41,10 +41,7 @@ class GANConfig:
     norm: Literal["batch", "group", "none"] = "batch"
     lr_g: Annotated[float, Positive] = 2e-4
     lr_d: Annotated[float, Positive] = 2e-4
-    beta1: Annotated[float, UnitOpen] = 0.5
-    beta2: Annotated[float, UnitOpen] = 0.999
-    ema_decay: Annotated[float, UnitOpen] = 0.999
-    grad_clip: Annotated[float, Positive] | None = None
+    beta1: Annotated[float, UnitOpen] = 0.5  # DCGAN's
 
     def __post_init__(self) -> None:
         if self.image_size not in STAGES:

@@ -13,7 +13,7 @@ import torch
 import genzoo
 from genzoo.blocks import calibrate, speed_up, to_signed, to_unit
 from genzoo.blocks.dcgan import STAGES
-from genzoo.configs import NonNegative, Positive, UnitOpen
+from genzoo.configs import NonNegative, OptimiserConfig, Positive, UnitOpen
 
 from .inference import FoldedCache
 from .losses import ign_losses
@@ -29,7 +29,7 @@ PAPER = """@inproceedings{shocher2024idempotent,
 
 
 @dataclass
-class IGNConfig:
+class IGNConfig(OptimiserConfig):  # beta2, ema_decay and grad_clip: OptimiserConfig's
     channels: Annotated[int, Positive] = 1
     image_size: int = 28  # 28, 32 or 64
     width: Annotated[int, Positive] = 64  # channels of the first stage; later stages scale with it (a multiple of 4)
@@ -48,10 +48,7 @@ class IGNConfig:
     tight_clamp: Annotated[float, NonNegative] = 1.5  # a in tanh(L_t / (a s)) a s; 0 disables the clamp
     clamp_scale: Literal["noise", "rec"] = "noise"  # s = D(f(z), z), or D(f(x), x) of the paired real image
     lr: Annotated[float, Positive] = 1e-4
-    beta1: Annotated[float, UnitOpen] = 0.5
-    beta2: Annotated[float, UnitOpen] = 0.999
-    ema_decay: Annotated[float, UnitOpen] = 0.999
-    grad_clip: Annotated[float, Positive] | None = None
+    beta1: Annotated[float, UnitOpen] = 0.5  # DCGAN's
 
     def __post_init__(self) -> None:
         if self.image_size not in STAGES:
