@@ -32,7 +32,8 @@ import torch
 
 import genzoo
 from genzoo_consistency import Consistency
-from genzoo_consistency.schedule import lognormal_weights, pseudo_huber
+from genzoo_consistency.curriculum import lognormal_weights
+from genzoo_consistency.losses import pseudo_huber
 from genzoo.blocks.karras import karras_sigmas
 from harness import parser, write_json
 from reference_rows import rows_at

@@ -1,4 +1,4 @@
-"""Consistency models: the schedule's maths, the boundary condition, the sampler, refine's rounds, and
+"""Consistency models: the curriculum's and the loss's maths, the boundary condition, the sampler, refine's rounds, and
 that training pulls one-step samples onto the data."""
 
 import json
@@ -10,7 +10,8 @@ import torch
 import genzoo
 from genzoo.testing import parametrize_with_checks
 from genzoo_consistency import Consistency
-from genzoo_consistency.schedule import curriculum, lognormal_weights, pseudo_huber
+from genzoo_consistency.curriculum import curriculum, lognormal_weights
+from genzoo_consistency.losses import pseudo_huber
 from genzoo.blocks.karras import edm_scalings, karras_sigmas
 
 TINY = {"width": 8, "levels": 2, "image_size": 8}

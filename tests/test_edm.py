@@ -94,7 +94,7 @@ def test_guidance_without_a_guide_or_with_another_kind_of_model_is_refused(tmp_p
 
 def test_one_step_starts_at_sigma_max_and_returns_the_denoisers_estimate_there():
     model = tiny(0)
-    assert model.schedule(1) == [model.config.sigma_max, 0.0]
+    assert model.noise_levels(1) == [model.config.sigma_max, 0.0]
     noise = genzoo.Noise(5, 0, 2)
     x = model.config.sigma_max * noise.randn(*model.image_shape)
     with torch.no_grad():

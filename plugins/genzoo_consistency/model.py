@@ -19,7 +19,8 @@ import genzoo
 from genzoo.blocks import DenoiserConfig, LevelDenoiser, UNet, edm_scalings, karras_sigmas, to_signed, to_unit
 from genzoo.configs import NonNegative, Positive, Range
 
-from .schedule import curriculum, lognormal_weights, pseudo_huber
+from .curriculum import curriculum, lognormal_weights
+from .losses import pseudo_huber
 
 PAPER = """@inproceedings{song2023consistency,
   title     = {Consistency Models},

@@ -83,7 +83,7 @@ class EDM(LevelDenoiser, genzoo.Method):
         c_skip, c_out, c_in = (s.view(-1, 1, 1, 1) for s in edm_scalings(sigma, self.config.sigma_data))
         return c_skip * x + c_out * self.net(c_in * x, c_noise(sigma), labels).to(x.dtype)
 
-    def schedule(self, steps: int, sigma_max: float | None = None) -> list[float]:
+    def noise_levels(self, steps: int, sigma_max: float | None = None) -> list[float]:
         """``steps`` levels from sigma_max (or the given level) down to sigma_min on the rho-schedule, then 0."""
         c = self.config
         top = c.sigma_max if sigma_max is None else sigma_max
@@ -169,7 +169,7 @@ class EDM(LevelDenoiser, genzoo.Method):
                    "guidance": guidance, "cfg": cfg}
         denoise = self.guided(labels, *self._guidance(options))
         x = c.sigma_max * noise.randn(*self.image_shape, device=self.device)
-        x = heun(denoise, x, self.schedule(c.sample_steps if steps is None else steps), self._churn(options),
+        x = heun(denoise, x, self.noise_levels(c.sample_steps if steps is None else steps), self._churn(options),
                  noise.child("churn"), self.track)
         return to_unit(x, clamp=True)
 
@@ -181,7 +181,8 @@ class EDM(LevelDenoiser, genzoo.Method):
         if steps == 0:
             return x
         noisy = to_signed(x) + sigma * noise.randn(*self.image_shape, device=self.device)
-        return to_unit(heun(self.denoiser(labels), noisy, self.schedule(steps, sigma), track=self.track), clamp=True)
+        levels = self.noise_levels(steps, sigma)
+        return to_unit(heun(self.denoiser(labels), noisy, levels, track=self.track), clamp=True)
 
     # -- training ----------------------------------------------------------------------------
 

@@ -1,10 +1,9 @@
-"""The noise levels, curriculum and loss of consistency training.
+"""Which noise levels consistency training uses: the discretisation curriculum and the lognormal draw of a pair.
 
 Consistency Models (Song, Dhariwal, Chen and Sutskever, ICML 2023) with the changes of "Improved
 Techniques for Training Consistency Models" (Song and Dhariwal, ICLR 2024), written from the papers:
-Karras et al.'s noise levels, the EDM parameterisation with the boundary condition f(x, sigma_min) = x,
-the doubling discretisation curriculum, lognormal sampling of the noise level, the 1 / (sigma_{i+1} -
-sigma_i) weighting and the pseudo-Huber distance.
+the doubling discretisation curriculum over Karras et al.'s noise levels, and lognormal sampling of
+the noise level. The distance between the two outputs is in losses.py.
 """
 
 from __future__ import annotations
@@ -28,9 +27,4 @@ def lognormal_weights(sigmas: torch.Tensor, p_mean: float, p_std: float) -> torc
     cdf = torch.erf((sigmas.log() - p_mean) / (math.sqrt(2) * p_std))
     mass = cdf[1:] - cdf[:-1]
     return mass / mass.sum()
-
-
-def pseudo_huber(a: torch.Tensor, b: torch.Tensor, c: float) -> torch.Tensor:
-    """sqrt(||a - b||^2 + c^2) - c per sample: L2 far away, a scaled squared L2 near zero."""
-    return ((a - b).flatten(1).square().sum(1) + c * c).sqrt() - c
 
