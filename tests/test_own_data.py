@@ -55,15 +55,23 @@ def test_fit_on_a_folder_takes_channels_and_image_size_from_its_images(tmp_path,
     assert genzoo.load(tmp_path / "run").sample(2, seed=0).shape == (2, 3, 12, 12)
 
 
-def test_fit_on_an_npz_takes_them_from_its_array_and_set_overrides_them(tmp_path, toy_site):
+def test_fit_on_an_npz_takes_them_from_its_array(tmp_path, toy_site):
     np.savez(tmp_path / "mine.npz", x_train=np.random.default_rng(0).integers(0, 256, (16, 10, 10, 3), np.uint8))
     result = run("fit", "toy", "--dataset", f"npz:{tmp_path / 'mine.npz'}:train", "--steps", "1", "--batch-size", "8",
                  "--out", tmp_path / "run", "--no-progress")
     assert result.exit_code == 0, result.output
     assert (fitted_config(tmp_path / "run")["channels"], fitted_config(tmp_path / "run")["image_size"]) == (3, 10)
-    given = run("fit", "toy", "--dataset", f"npz:{tmp_path / 'mine.npz'}:train", "--set", "image_size=4", "--steps",
-                "1", "--batch-size", "8", "--out", tmp_path / "set", "--no-progress")
-    assert given.exit_code != 0 or fitted_config(tmp_path / "set")["image_size"] == 4, given.output
+
+
+def test_a_set_value_wins_over_the_data_s_and_the_data_names_the_classes(tmp_path):
+    from genzoo.blocks.denoiser import DenoiserConfig
+    from genzoo.training.start import config_for_data
+
+    data = load_dataset(f"folder:{write_folder(tmp_path / 'pets', n=6, size=16, classes=('cat', 'dog'))}")
+    config = config_for_data(DenoiserConfig(num_classes=2), {}, data, "test")
+    assert (config.channels, config.image_size, config.class_names) == (3, 16, ("cat", "dog"))
+    config = config_for_data(DenoiserConfig(image_size=8), {"image_size": 8}, data, "test")
+    assert (config.channels, config.image_size, config.class_names) == (3, 8, ())
 
 
 def test_init_from_a_model_of_another_shape_is_refused_in_one_line(tmp_path, toy_site, toy_model_dir):
