@@ -5,8 +5,8 @@ the GPU supports it; on a CPU with native bf16 (AMX or AVX512-BF16), bf16 if a s
 actual work (two training steps, or the first few network calls of a sample batch, in each
 precision) is faster, with the answer cached per machine and workload; everywhere else fp32.
 :class:`PrecisionChoice` carries the answer with its reason, which ``genzoo fit`` prints and keeps
-in fit.json. Asking for bf16 on a CPU that would emulate it warns once (about 28x slower was
-measured on an AVX2-only CPU).
+in fit.json. Asking for bf16 on a CPU that would emulate it warns once, naming the slowdown
+(``EMULATED_BF16_SLOWDOWN``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-from .errors import ArgumentError
+from .errors import ArgumentError, GenzooError
 from .hardware import cpu_bf16_flags, device_name
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -106,6 +106,34 @@ def decide_precision(requested: str, device: torch.device, probe: Callable[[str]
         warn_emulated_bf16()
         return PrecisionChoice(requested, requested, "as asked; emulated on this CPU, far slower than fp32")
     return PrecisionChoice(requested, requested, "as asked")
+
+
+def decide_run_precision(requested: str, recorded: dict[str, Any] | None, method: str, fp32_training: str,
+                         device: torch.device, probe: Callable[[str], float], probe_key: str) -> PrecisionChoice:
+    """A training run's precision: a resumed run keeps the one it ``recorded`` (never timed again) unless another is
+    asked for; a method that must train in fp32 (``fp32_training``, its reason) keeps it under auto and is warned
+    about otherwise; else :func:`decide_precision`, which may time one step both ways with ``probe``."""
+    if recorded and requested in ("auto", recorded.get("precision")):
+        return PrecisionChoice.from_dict(recorded)
+    if fp32_training and requested == "auto":
+        return PrecisionChoice("fp32", "auto", f"{method} trains in fp32: {fp32_training}")
+    if fp32_training and requested in ("bf16", "fp16"):
+        warnings.warn(f"--precision {requested} for {method}, which should train in fp32: {fp32_training}; use "
+                      f"--precision fp32 or auto", stacklevel=2)
+    return decide_precision(requested, device, probe, probe_key)
+
+
+def check_runnable(choice: PrecisionChoice, device: torch.device, out: Any) -> None:
+    """Refuse, in one sentence, a resumed run's recorded precision that this machine cannot run."""
+    if choice.precision == "fp16" and device.type == "cpu":
+        raise GenzooError(f"--resume: the run in {out} trains in fp16, which runs on GPUs only; resume it on a GPU, "
+                          f"or continue in another precision with --precision fp32 --allow-changes (recorded in "
+                          f"fit.json)")
+    if choice.precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise GenzooError(f"--resume: the run in {out} trains in bf16, which {device_name(device)} does not support; "
+                          f"resume it on a GPU with bf16, or continue with --precision fp32 --allow-changes")
+    if choice.precision == "bf16" and device.type == "cpu" and not cpu_has_native_bf16():
+        warn_emulated_bf16()
 
 
 def warn_emulated_bf16() -> None:

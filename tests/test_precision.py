@@ -4,7 +4,6 @@ device parsing and refusals, and what a run records of both."""
 import json
 import warnings
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -116,7 +115,8 @@ def test_a_run_records_its_precision_and_hardware(toy_site, toy_npz, tmp_path):
                      precision="fp32", sample_every=0)
     provenance = json.loads((out / "config.json").read_text())["provenance"]
     fit_json = json.loads((out / "fit.json").read_text())
-    assert provenance["precision"] == "fp32" and fit_json["settings"]["precision"] == "fp32"
+    assert provenance["precision"] == "fp32" and fit_json["segments"][-1]["precision"] == "fp32"
+    assert "precision" not in fit_json["settings"] and "precision" not in fit_json  # recorded once, per segment
     assert provenance["hardware"] == fit_json["hardware"] and provenance["hardware"]
     assert "threads" in provenance["hardware"] or torch.cuda.is_available()
 
@@ -216,15 +216,16 @@ def fp16_on_this_cpu(monkeypatch):
 
 def _allow_fp16_on_this_cpu(monkeypatch):
     """Let fp16 run on the CPU (it is refused there), so the fp16 path of the engine runs in the default suite."""
-    import genzoo.training.precision as run_precision
     import genzoo.training.start as start
+
+    original = prec.decide_precision
 
     def allowing(requested, device, probe=None, probe_key=""):
         if requested == "fp16":
             return prec.PrecisionChoice("fp16", "fp16", "as asked")
-        return prec.decide_precision(requested, device, probe, probe_key)
+        return original(requested, device, probe, probe_key)
 
-    monkeypatch.setattr(run_precision, "decide_precision", allowing)
+    monkeypatch.setattr(prec, "decide_precision", allowing)
     monkeypatch.setattr(start, "decide_precision", allowing)
     monkeypatch.setattr(start, "check_runnable", lambda choice, device, out: None)
 
@@ -258,7 +259,6 @@ def test_an_fp16_run_trains_in_fp16_fresh_and_resumed_and_records_what_ran(toy_s
     assert len(scalers) == 4 and all(isinstance(s, torch.amp.GradScaler) for s in scalers)
     fit_json = json.loads((tmp_path / "run" / "fit.json").read_text())
     assert [(s["steps"], s["precision"]) for s in fit_json["segments"]] == [([0, 2], "fp16"), ([2, 4], "fp16")]
-    assert fit_json["settings"]["precision"] == "fp16"
     assert json.loads((tmp_path / "run" / "config.json").read_text())["provenance"]["precision"] == "fp16"
 
 
@@ -346,14 +346,19 @@ def test_two_processes_train_an_fp16_run_in_fp16_fresh_and_resumed_or_both_refus
 
 def test_a_method_that_must_train_in_fp32_keeps_it_under_auto_and_is_warned_about_bf16(native_cpu):
     from genzoo.plugins import get_host
-    from genzoo.training.precision import decide
 
     consistency = get_host().method("consistency")
     assert consistency.fp32_training  # its loss is a difference of two nearby outputs
-    model = consistency()
     cpu = torch.device("cpu")
-    choice = decide("auto", None, model, None, cpu)  # never timed: the probe would pick bf16 on speed alone
+
+    def never(precision):
+        raise AssertionError("a method that trains in fp32 is not timed under auto")
+
+    def decide(requested):
+        return prec.decide_run_precision(requested, None, "consistency", consistency.fp32_training, cpu, never, "k")
+
+    choice = decide("auto")  # never timed: the probe would pick bf16 on speed alone
     assert choice.precision == "fp32" and "consistency trains in fp32: its loss compares" in choice.describe()
     with pytest.warns(UserWarning, match="--precision bf16 for consistency, which should train in fp32: its loss"):
-        assert decide("bf16", None, model, SimpleNamespace(local=8), cpu).precision == "bf16"
+        assert decide("bf16").precision == "bf16"
     assert not get_host().method("edm").fp32_training

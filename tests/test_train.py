@@ -415,7 +415,8 @@ def test_ctrl_c_saves_the_whole_step_and_resume_is_exact_whatever_auto_would_say
     assert (straight / "metrics.jsonl").read_text() == (resumed / "metrics.jsonl").read_text()
     fit_json = json.loads((resumed / "fit.json").read_text())
     assert [(s["steps"], s["precision"]) for s in fit_json["segments"]] == [([0, 5], "fp32"), ([5, 10], "fp32")]
-    assert fit_json["precision"]["requested"] == "auto" and "0.5x" in fit_json["precision"]["reason"]
+    last = fit_json["segments"][-1]
+    assert last["precision_requested"] == "auto" and "0.5x" in last["precision_reason"]
     provenance = json.loads((resumed / "config.json").read_text())["provenance"]
     assert provenance["segments"] == [{k: s[k] for k in ("steps", "precision", "hardware", "processes")}
                                       for s in fit_json["segments"]] and provenance["precision"] == "fp32"

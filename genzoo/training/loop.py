@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from ..configs import build_config, config_to_dict
+from ..configs import build_config, check_keywords, config_to_dict
 from ..datasets import load_dataset
 from ..errors import ArgumentError, GenzooError
 from ..hardware import resolve_device
@@ -57,7 +57,7 @@ from .record import RunRecord
 from .saver import RunSaver
 from .start import (RunPlan, agree, build_state, config_for_data, init_history, load_init, make_accelerator,
                     make_writable, os_errors, plan_run, seed_everything)
-from .step import TrainStep, broadcast_buffers, single_loss_update
+from .step import TrainStep, broadcast_buffers, run_update
 
 
 def fit(method: str | type, *, steps: int, out: str | os.PathLike, config: dict[str, Any] | None = None,
@@ -69,9 +69,7 @@ def fit(method: str | type, *, steps: int, out: str | os.PathLike, config: dict[
     """
     cls = get_host().method(method) if isinstance(method, str) else method
     cls.require("fit")
-    unknown = sorted(set(options) - {f for f in FitOptions.__dataclass_fields__} - {"overrides"})
-    if unknown:
-        raise GenzooError(f"fit() got unknown argument(s) {unknown}; it takes: {', '.join(FitOptions.__dataclass_fields__)}")
+    check_keywords("fit", options, FitOptions)
     opts = FitOptions(steps=steps, out=str(out), overrides=dict(config or {}), **options)
     return Trainer(cls, opts).run()
 
@@ -92,7 +90,6 @@ class Trainer:
         self.cls, self.opts, self.out = cls, opts, Path(opts.out)
         self.config = build_config(cls.Config, opts.overrides, where=f"{cls.name} --set")
         self.device = resolve_device(opts.device)
-        self.owns_update = cls.owns_update()
         self.state: ckpt.TrainState | None = None
         self.plan: RunPlan | None = None
         self.precision: RunPrecision | None = None
@@ -167,9 +164,8 @@ class Trainer:
         choice = self.compiling.choice
         self.record.note_compile(choice.describe() if choice else "auto, timing both ways")
 
-    def _settings(self, precision: str) -> dict[str, Any]:
-        return self.opts.settings(self.cls.name, config_to_dict(self.config), precision, self.init_sha,
-                                  self.fingerprint)
+    def _settings(self) -> dict[str, Any]:
+        return self.opts.settings(self.cls.name, config_to_dict(self.config), self.init_sha, self.fingerprint)
 
     def _prepare(self, state: ckpt.TrainState, checkpoint: Path | None) -> None:
         """Per-process randomness and the device."""
@@ -245,7 +241,7 @@ class Trainer:
                            processes=acc.num_processes, process=acc.process_index, seed=self.opts.seed,
                            grad_clip=getattr(self.config, "grad_clip", None), scaler=self.precision.scaler)
         with self.precision.autocast():
-            logged = state.model.update(update) if self.owns_update else single_loss_update(state.model, update)
+            logged = run_update(state.model, update)
         totals = update.finish(logged)
         if acc.num_processes > 1:
             broadcast_buffers(state.model)

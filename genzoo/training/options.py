@@ -99,12 +99,12 @@ class FitOptions:
     def trackers(self) -> list[str]:
         return [part.strip() for part in (self.log_with or "").split(",") if part.strip()]
 
-    def settings(self, method: str, config: dict[str, Any], precision: str, init_sha: str | None,
+    def settings(self, method: str, config: dict[str, Any], init_sha: str | None,
                  data: dict[str, Any] | None = None) -> dict[str, Any]:
         """What must match between a run and its --resume (the step count may grow); ``data``: the
         training data's fingerprint (``training.batches.data_fingerprint``)."""
         return {"method": method, "data": data, "dataset": self.dataset, "batch_size": self.batch_size,
-                "grad_accum": self.grad_accum, "seed": self.seed, "hflip": self.hflip, "precision": precision,
+                "grad_accum": self.grad_accum, "seed": self.seed, "hflip": self.hflip,
                 "config": config, "init": {"path": str(self.init), "sha256": init_sha} if self.init else None}
 
 

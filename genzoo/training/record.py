@@ -49,10 +49,10 @@ class RunRecord:
         self.init_commands = previous.get("init_commands", init_commands)
         self.commands = previous.get("commands", []) + [self.opts.command or " ".join(sys.argv)]
         self.settings, self.precision = settings, precision
-        kept = [{**s, "steps": [s["steps"][0], min(s["steps"][1], step)]}
-                for s in previous.get("segments", []) if s["steps"][0] < step]
-        segment = {"steps": [step, step], "precision": precision["precision"],
-                   "precision_reason": precision.get("reason", ""), "hardware": hardware, "processes": processes,
+        kept = segments_until(previous.get("segments", []), step)
+        segment = {"steps": [step, step], "precision": precision["precision"], "precision_requested":
+                   precision.get("requested", precision["precision"]), "precision_reason": precision.get("reason", ""),
+                   "hardware": hardware, "processes": processes,
                    "command": self.commands[-1], "started": time.strftime("%Y-%m-%d %H:%M:%S")}
         if changes:
             segment["changed"] = changes
@@ -76,7 +76,7 @@ class RunRecord:
 
     def write(self, processes: int, hardware: str) -> None:
         document = {"settings": self.settings, "options": asdict(self.opts), "processes": processes,
-                    "hardware": hardware, "precision": self.precision, "commands": self.commands,
+                    "hardware": hardware, "commands": self.commands,
                     "init_commands": self.init_commands, "segments": self.trained_segments()}
         write_json_atomic(self.out / FIT_FILE, document)
 
@@ -150,7 +150,24 @@ def read_run_file(out: Path) -> dict[str, Any]:
                           f"a new run in another --out, or delete {path.name} to start this one again") from None
 
 
-CHANGEABLE = ("precision", "data")  # settings besides Config fields that --allow-changes may change
+def segments_until(segments: list[dict[str, Any]], step: int) -> list[dict[str, Any]]:
+    """The segments that started before ``step``, each cut to end there at the latest: what trained the weights of
+    that step (a run resumed from it, a model taken from its checkpoint)."""
+    return [{**s, "steps": [s["steps"][0], min(s["steps"][1], step)]} for s in segments if s["steps"][0] < step]
+
+
+CHANGEABLE = ("data",)  # settings besides Config fields (and the precision) that --allow-changes may change
+
+
+def recorded_precision(saved: dict[str, Any]) -> dict[str, Any] | None:
+    """The precision a run last trained in, as its fit.json records it: its last segment's (precision, requested,
+    reason); a fit.json of an earlier genzoo kept it at the top level."""
+    segments = saved.get("segments") or []
+    if segments and "precision" in segments[-1]:
+        last = segments[-1]
+        return {"precision": last["precision"], "requested": last.get("precision_requested", last["precision"]),
+                "reason": last.get("precision_reason", "")}
+    return saved.get("precision") if isinstance(saved.get("precision"), dict) else None
 
 
 def compare_settings(out: Path, saved: dict[str, Any], now: dict[str, Any], allow_changes: bool) -> list[str]:
@@ -215,4 +232,4 @@ def _torch_version() -> str:
 
 
 __all__ = ["FIT_FILE", "METRICS_FILE", "PROVENANCE_SEGMENT", "RunRecord", "compare_settings", "git_commit",
-           "read_run_file", "write_json_atomic"]
+           "read_run_file", "recorded_precision", "segments_until", "write_json_atomic"]

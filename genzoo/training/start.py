@@ -21,14 +21,14 @@ import torch
 from ..configs import replace_config
 from ..destinations import os_reason, prove_writable
 from ..errors import ArgumentError, GenzooError
-from ..precision import PrecisionChoice, decide_precision
+from ..precision import PrecisionChoice, check_runnable, decide_precision, decide_run_precision
 from ..weights import WEIGHTS_FILE, load_model_dir, read_config, sha256_file
 from . import checkpoints as ckpt
 from .batches import BatchSampler
 from .ema import EMA
 from .options import FitOptions
-from .precision import check_runnable, decide
-from .record import FIT_FILE, METRICS_FILE, compare_settings, read_run_file
+from .precision import StepProbe, workload_key
+from .record import FIT_FILE, METRICS_FILE, compare_settings, read_run_file, recorded_precision
 from .step import optimizers_of
 
 RUN_FILES = (FIT_FILE, METRICS_FILE, "losses.png", "samples", ckpt.FOLDER, "trackers", "config.json", WEIGHTS_FILE)
@@ -84,19 +84,27 @@ class RunPlan:
 
 
 def plan_run(out: Path, opts: FitOptions, state: ckpt.TrainState, sampler: BatchSampler, device: torch.device,
-             settings_of: Callable[[str], dict[str, Any]]) -> RunPlan:
+             settings_of: Callable[[], dict[str, Any]]) -> RunPlan:
     """Read what ``out`` holds (fit.json once, the newest verified checkpoint), agree the precision and
-    check the settings against the saved ones; refuses in one sentence. ``settings_of(precision)``: the
-    run's settings in that precision."""
+    check the settings against the saved ones; refuses in one sentence. ``settings_of()``: the run's settings."""
     saved = read_run_file(out)
     checkpoint = resume_point(out, opts, saved)
     if checkpoint is None and not opts.resume:
         saved = {}
-    choice = decide(opts.precision, saved.get("precision") if opts.resume else None, state.model, sampler, device)
-    settings = settings_of(choice.precision)
+    recorded = recorded_precision(saved) if opts.resume else None
+    model = state.model
+    choice = decide_run_precision(opts.precision, recorded, model.name, model.fp32_training, device,
+                                  StepProbe(model, sampler, device), workload_key(model, sampler))
+    settings = settings_of()
     if checkpoint is None:
         return RunPlan(saved, None, 0, choice, settings)
     changes = compare_settings(out, saved["settings"], settings, opts.allow_changes)
+    if recorded and recorded["precision"] != choice.precision:
+        if not opts.allow_changes:
+            raise GenzooError(f"--resume: precision differs from the run in {out} (was {recorded['precision']!r}, now "
+                              f"{choice.precision!r}); resume with the original value or pass --allow-changes to "
+                              f"continue with the new value, or choose a new --out")
+        changes.append("precision")
     saved_steps = (saved.get("options") or {}).get("steps")
     follows = "a learning-rate schedule" if state.schedulers else state.model.follows_total_steps()
     if follows and saved_steps is not None and saved_steps != opts.steps:
