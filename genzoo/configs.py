@@ -261,6 +261,15 @@ def option(default: Any = dataclasses.MISSING, *, help: str = "", flags: tuple[s
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def check_keywords(function: str, given: typing.Iterable[str], options_cls: type) -> None:
+    """Refuse keyword arguments of the Python function ``function`` that are no field of its options dataclass,
+    naming them and every field it takes."""
+    known = [f.name for f in dataclasses.fields(options_cls)]
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise GenzooError(f"{function}() got unknown argument(s) {unknown}; it takes: {', '.join(known)}")
+
+
 def config_to_dict(config: Any) -> dict[str, Any]:
     """JSON-ready dict of a config dataclass (tuples become lists)."""
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}

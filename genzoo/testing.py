@@ -582,9 +582,7 @@ def check_method(cls: type, config: dict[str, Any] | None = None, *, skip: Seque
     Raises ContractError listing each broken rule (by name, with what was wrong). ``skip`` names
     checks to leave out, e.g. ``("check_fit_resumes_exactly",)`` for a method too slow to train here.
     """
-    unknown = sorted(set(skip) - {c.__name__ for c in CHECKS})
-    if unknown:
-        raise ValueError(f"skip names no check {unknown}; the checks are: {', '.join(c.__name__ for c in CHECKS)}")
+    _check_skip(skip)
     passed, failures = [], []
     for check in checks_for(cls):
         if check.__name__ in skip:
@@ -607,9 +605,7 @@ def parametrize_with_checks(methods: Sequence[type | tuple[type, dict[str, Any] 
     """A ``pytest.mark.parametrize`` over (method_cls, config, check): one test per rule and method."""
     import pytest
 
-    unknown = sorted(set(skip) - {c.__name__ for c in CHECKS})
-    if unknown:
-        raise ValueError(f"skip names no check {unknown}; the checks are: {', '.join(c.__name__ for c in CHECKS)}")
+    _check_skip(skip)
     cases, ids = [], []
     for item in methods:
         cls, config = item if isinstance(item, tuple) else (item, None)
@@ -619,6 +615,12 @@ def parametrize_with_checks(methods: Sequence[type | tuple[type, dict[str, Any] 
             cases.append((cls, config, check))
             ids.append(f"{cls.name}-{check.__name__}")
     return pytest.mark.parametrize("method_cls, config, check", cases, ids=ids)
+
+
+def _check_skip(skip: Sequence[str]) -> None:
+    unknown = sorted(set(skip) - {c.__name__ for c in CHECKS})
+    if unknown:
+        raise ValueError(f"skip names no check {unknown}; the checks are: {', '.join(c.__name__ for c in CHECKS)}")
 
 
 def synthetic_dataset(model: Method, n: int, seed: int = 0) -> ImageData:

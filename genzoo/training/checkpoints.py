@@ -33,6 +33,7 @@ import torch
 from ..errors import GenzooError
 from ..tensorfile import write_tensors
 from ..weights import method_config, read_checked, sha256_file
+from .record import segments_until
 
 STATE_FILE = "state.json"
 FOLDER = "checkpoints"
@@ -324,6 +325,5 @@ def model_from_checkpoint(run: str | os.PathLike, step: int, weights: str | None
     provenance.update(steps=int(info["step"]), training_seconds=round(float(info.get("elapsed_seconds", 0.0)), 1),
                       weights="ema" if source == ema else "raw", checkpoint=folder.name)
     if "segments" in provenance:  # the parts of the run that trained up to this step
-        provenance["segments"] = [{**s, "steps": [s["steps"][0], min(s["steps"][1], step)]}
-                                  for s in provenance["segments"] if s["steps"][0] < step]
+        provenance["segments"] = segments_until(provenance["segments"], step)
     return model, provenance

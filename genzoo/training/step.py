@@ -13,7 +13,8 @@ loss scaling and stepping. A method that owns its update (a GAN's two networks) 
         return {"loss_d": loss_d, "loss_g": loss_g}
 
 and a single-loss method (``training_step(batch)``) gets the same engine through
-:func:`single_loss_update`: its ``loss`` accumulated over the micro-batches, every optimiser stepped.
+:func:`single_loss_update`: its ``loss`` accumulated over the micro-batches, every optimiser stepped
+(:func:`run_update` runs whichever of the two a method has).
 The loop runs either inside the run's autocast (``training.precision.RunPrecision``), so precision
 and processes are applied here and nowhere else.
 
@@ -201,6 +202,12 @@ class TrainStep:
         return f"{getattr(self.method, 'name', type(self.method).__name__)}.update"
 
 
+def run_update(method: nn.Module, step: TrainStep) -> Any:
+    """The method's update of this step, before :meth:`TrainStep.finish`: its own ``update(step)`` if it owns
+    one, else :func:`single_loss_update`."""
+    return method.update(step) if method.owns_update() else single_loss_update(method, step)
+
+
 def single_loss_update(method: nn.Module, step: TrainStep) -> dict[str, torch.Tensor]:
     """The update of a method with the single-loss contract: ``training_step`` on each micro-batch, its
     ``loss`` backpropagated, then every optimiser that received a gradient stepped; returns the means
@@ -305,5 +312,5 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-__all__ = ["TrainStep", "average_gradients", "broadcast_buffers", "describe_parameters", "single_loss_update",
-           "split_optimizers"]
+__all__ = ["TrainStep", "average_gradients", "broadcast_buffers", "describe_parameters", "run_update",
+           "single_loss_update", "split_optimizers"]
