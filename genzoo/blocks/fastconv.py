@@ -1,23 +1,12 @@
 """Faster forms of convolution layers on CPU, each the same function to float rounding, swapped in by one call.
 
-``speed_up(net)`` swaps, in place, every layer of ``net`` that has a faster exact form for that form;
-the parameters stay the same objects, so training, the optimiser and the saved tensors see no
-difference. It was measured on DCGAN-like encoder-decoders (IGN's f, the GAN's two networks):
-
-- a conv whose kernel covers its whole input and a transposed conv of a 1x1 input (a bottleneck's two
-  layers), as matrix products. oneDNN's convolutions of those shapes are slow forward + backward: an
-  IGN training step at batch 256 on a 2-core Xeon was 8-9% faster in fp32 and 16-42% in bf16 with
-  the matrix products (benchmarks/ign_speed.py, ``train_256_paired``).
-
-``speed_up(net, frozen=True, image_size=S)`` is for a copy whose weights no longer change (a network
-folded for sampling, as IGN's is); on top of the above:
-
-- a transposed conv of 4x4, stride 2, padding 1, to at most 4 channels (an image's last layer) as a
-  3x3 conv to 4x the channels followed by a pixel shuffle (the sub-pixel form); for wide outputs it
-  was slower (benchmarks/transposed_forms.py compares the forms layer by layer);
-- channels-last weights from 32x32 images up: on a 2-core Xeon IGN's sampling was 17% faster at
-  32x32x3 and 33% at 64x64x3; at 28x28x1 two runs disagreed (-10%, +12%)
-  (benchmarks/ign_inference_forms.py). The network's output is made contiguous again.
+``speed_up(net)`` swaps, in place, every layer of ``net`` that has a faster exact form: a conv whose kernel
+covers its whole input and a transposed conv of a 1x1 input (a bottleneck's two layers) run as matrix
+products. The parameters stay the same objects, so training, the optimiser and the saved tensors see no
+difference. ``speed_up(net, frozen=True, image_size=S)`` is for a copy whose weights no longer change (a
+network folded for sampling): on top, a 4x4 stride-2 transposed conv to at most 4 channels (an image's last
+layer) runs as a 3x3 conv and a pixel shuffle (the sub-pixel form), and from 32x32 images up the network
+runs channels-last. docs/lab/ign-speed.md has the measurements behind each form.
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
 """``mmb``: a class-conditional generator trained from classifiers alone (Yu and Wang, NeurIPS 2023).
 
-G(z, y) replaces the unknown training set of the classifiers; both G and the KKT multipliers are
-trained so that each classifier's weights satisfy the KKT conditions of the max-margin problem on
-the generated points (kkt.py; the derivation is in docs/methods/mmb.md). The classifiers are read
-at fit time only: sampling needs nothing but G.
-
-The defaults are the recipe of the bundled mmb-mnist (docs/methods/mmb.md, section 3, measured
-against every variant below): z ~ N(0, I), a batch of B fresh latents per step, multipliers from a
-network h(x, y, k) >= 0, the sum over the N training points estimated as (N / B) sum_b; a
-convolutional decoder (upsampling convolutions: a smoothness prior, without which an MLP's
-samples are speckled); one generated set for all classifiers (``shared``, the paper's
-multi-classifier extension); and Mao et al.'s (2019) mode-seeking term, the ratio of image to
-latent distance of same-label pairs, maximised with weight 15, its image distance measured
-through the first classifier's first layer (so pixels the classifier ignores, MNIST's empty
-corners, earn nothing).
-
-The other options, each a trade-off users may choose:
-
-* ``generator=mlp``: for points rather than images (the paper's 2D toy, ``image_size=1``), where
-  a convolution has nothing to smooth.
-* ``codes=N``: a learned code book (as in Generative Latent Optimisation): N codes on the unit
-  sphere, code i with label i mod C, all of them generated in every step (B = N, so the sum is
-  exact), each with a multiplier of its own. After training a Gaussian is fitted to each label's
-  codes (full covariance, shrunk towards its diagonal): sampling draws fresh codes from it. More
-  diverse and novel samples, fewer recognised ones (label accuracy 0.39-0.40 on MNIST).
-* ``shared=false``: G is conditioned on the classifier index k, one generated set per classifier.
-* ``mode_seeking``: lower for label accuracy, higher for diversity and novelty (the sweep in
-  docs/methods/mmb.md); ``mode_space=pixels`` measures the ratio in pixels, which MNIST's corners
-  exploit with blobs at weights above 6.
+G(z, y) stands in for the classifiers' unknown training set: G and the KKT multipliers are trained so
+that each classifier's weights satisfy the KKT conditions of the max-margin problem on the generated
+points (kkt.py; the derivation is in docs/methods/mmb.md). The classifiers are read at fit time only:
+sampling needs nothing but G. Latents are Gaussian or a learned code book (``codes``); one generated set
+serves every classifier (``shared``); a mode-seeking term keeps a label's samples apart. The defaults are
+the bundled mmb-mnist's recipe; docs/lab/mmb.md records what each option trades, as measured.
 """
 
 from __future__ import annotations
