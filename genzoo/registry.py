@@ -13,7 +13,6 @@ which merges this file with what plugins register.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import importlib.util
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -160,14 +159,15 @@ class ModelEntry(Entry):
         return cls(name=name, source=source, **data)
 
     def bundled_dir(self) -> Path | None:
-        """The directory of the bundled copy, if its package is installed and holds it."""
+        """The directory of the bundled copy, if its package is installed and holds it (found without
+        importing the package)."""
         if not self.bundled:
             return None
         package, _, rel = self.bundled.partition(":")
-        if importlib.util.find_spec(package) is None:
-            return None
-        path = Path(str(importlib.resources.files(package))) / rel
-        return path if path.is_dir() else None
+        for folder in package_folders(package):
+            if (folder / rel).is_dir():
+                return folder / rel
+        return None
 
     def hub_ref(self) -> str | None:
         """``hf://ORG/NAME[@REVISION]`` of the Hub copy, or None."""
@@ -196,11 +196,25 @@ def registry_path() -> Path:
     return Path(__file__).resolve().parent.parent / REGISTRY_FILE
 
 
+def package_folders(package: str) -> list[Path]:
+    """The folders that hold ``package``'s files, found without importing it (a dotted name imports its
+    parents); [] when it is not installed."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [Path(folder) for folder in spec.submodule_search_locations]
+    return [Path(spec.origin).parent] if spec.origin else []
+
+
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
+    with open(path, encoding="utf-8") as fh:  # libyaml's safe loader when installed: the same result, faster
+        return yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
 
 
 def load_registry_file(path: Path | None = None) -> list[ModelEntry]:

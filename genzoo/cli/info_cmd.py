@@ -6,9 +6,8 @@ from typing import Any
 
 import click
 
-from ..loading import model_document
-from ..plugins import find_model, get_host
 from ..provenance import training_commands
+from ..catalogue import Catalogue, catalogue
 from ..registry import ModelEntry
 from ..reporting import info_metric_lines, terminal_width, wrap
 
@@ -27,19 +26,22 @@ def command(name: str, full: bool, as_json: bool) -> None:
     model yet is described itself), a model directory or hf://ORG/NAME[@REVISION] (which fetches
     config.json alone). The text fits in 40 lines; --full shows everything.
     """
-    host = get_host()
+    known = catalogue()
     if name.startswith("hf://") or Path(name).is_dir():
+        from ..loading import model_document
+
         document, where = model_document(name)
         info = {"name": name, "method": document["method"], "weights": where, "config": document["config"],
                 "provenance": document.get("provenance", {})}
         lines = _directory_lines(info, full)
-    elif _method_without_model(name):
-        cls = host.method(name)
-        info = _method_info(cls)
+    elif _method_without_model(known, name):
+        from ..plugins import get_host
+
+        info = _method_info(get_host().method(name))  # its Config's defaults: the method's own code
         lines = _method_lines(info, full)
     else:
-        entry = find_model(name)
-        info = _entry_info(entry)
+        entry = known.find_model(name) or _find_model(name)
+        info = _entry_info(known, entry)
         lines = _model_lines(entry, info, full)
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
@@ -48,12 +50,19 @@ def command(name: str, full: bool, as_json: bool) -> None:
         click.echo(line)
 
 
-def _method_without_model(name: str) -> bool:
-    host = get_host()
-    models = host.all_models()
-    if not host.has_method(name) or name in models or any(name in e.aliases for e in models.values()):
+def _method_without_model(known: Catalogue, name: str) -> bool:
+    method = known.method(name)
+    models = known.models
+    if method is None or name in models or any(name in e.aliases for e in models.values()):
         return False
-    return host.method(name).default_model not in models
+    return method.default_model not in models
+
+
+def _find_model(name: str) -> ModelEntry:
+    """The model the plugin host finds, or its error for a name the catalogue lacks (with a suggestion)."""
+    from ..plugins import find_model
+
+    return find_model(name)
 
 
 def _fit_inputs(info: dict[str, Any]) -> str:
@@ -69,6 +78,8 @@ def _fit_placeholders(info: dict[str, Any]) -> str:
 
 
 def _method_info(cls: type) -> dict[str, Any]:
+    from ..plugins import get_host
+
     record = get_host().method_record(cls.name)
     defaults = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
                 for f in dataclasses.fields(cls.Config)
@@ -79,17 +90,16 @@ def _method_info(cls: type) -> dict[str, Any]:
             "pretrained_models": []}
 
 
-def _entry_info(entry: ModelEntry) -> dict[str, Any]:
-    host = get_host()
+def _entry_info(known: Catalogue, entry: ModelEntry) -> dict[str, Any]:
     info = {"kind": "model", **entry.as_dict()}
     bundled = entry.bundled_dir()
     info["weights"] = {"bundled": str(bundled) if bundled else None, "hub": entry.hub_ref()}
     if bundled and (bundled / "config.json").is_file():
         info["config"] = json.loads((bundled / "config.json").read_text(encoding="utf-8"))["config"]
-    if host.has_method(entry.method):
-        record = host.method_record(entry.method)
-        info.update(method_summary=record.cls.summary, capabilities=sorted(record.cls.capabilities),
-                    paper=record.cls.paper, plugin=record.plugin)
+    method = known.method(entry.method)
+    if method is not None:
+        info.update(method_summary=method.summary, capabilities=list(method.capabilities), paper=method.paper,
+                    plugin=method.plugin)
     else:
         info["method_summary"] = f"method {entry.method!r} is not installed"
     return info

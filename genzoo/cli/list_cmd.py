@@ -2,7 +2,7 @@ import json
 
 import click
 
-from ..plugins import get_host
+from ..catalogue import Catalogue, MethodSummary, catalogue
 from ..registry import ModelEntry
 from ..reporting import terminal_width
 
@@ -21,9 +21,9 @@ def command(as_json: bool, wide: bool) -> None:
     The table fits the terminal's width: summaries are cut (and, on a narrow terminal, the dataset
     and method columns left out); --wide shows everything, `genzoo info NAME` one model in full.
     """
-    host = get_host()
-    entries = [entry for _, entry in sorted(host.all_models().items())]
-    bare = methods_without_models()
+    known = catalogue()
+    entries = [entry for _, entry in sorted(known.models.items())]
+    bare = known.methods_without_models()
     if as_json:
         rows = [{"kind": "model", **e.as_dict()} for e in entries]
         rows += [{"kind": "method", "name": cls.name, "summary": cls.summary, "status": "no pretrained model"}
@@ -32,7 +32,7 @@ def command(as_json: bool, wide: bool) -> None:
         return
     width = None if wide else terminal_width()
     if entries:
-        for line in model_table(entries, width):
+        for line in model_table(entries, width, known):
             click.echo(line)
     else:
         click.echo("no models in the catalogue")
@@ -45,24 +45,23 @@ def command(as_json: bool, wide: bool) -> None:
             click.echo(_cut(f"  {cls.name.ljust(name_width)}  {cls.summary}", width))
 
 
-def methods_without_models() -> list[type]:
+def methods_without_models() -> list[MethodSummary]:
     """The installed methods no catalogue model uses, by name."""
-    host = get_host()
-    used = {host.method_record(e.method).cls.name for e in host.all_models().values() if host.has_method(e.method)}
-    return [record.cls for name, record in sorted(host.methods.items()) if name not in used]
+    return catalogue().methods_without_models()
 
 
-def model_table(entries: list[ModelEntry], width: int | None) -> list[str]:
+def model_table(entries: list[ModelEntry], width: int | None, known: Catalogue | None = None) -> list[str]:
     """The rows of `genzoo list`, each at most ``width`` characters (None: no limit, nothing cut).
 
     The columns keep their order; on a narrow terminal the summary gives way first (it needs
     MIN_SUMMARY characters), then the dataset, then the method. A dataset description longer than
     DATASET_WIDTH is cut, or under no limit runs into its own row's next column instead of widening every row.
+    ``known``: the catalogue that says which methods are installed (default: :func:`genzoo.catalogue.catalogue`).
     """
-    host = get_host()
+    known = known or catalogue()
     rows = [{c: c for c in (*COLUMNS, "SUMMARY")}]
     for e in entries:
-        method = e.method if host.has_method(e.method) else f"{e.method} (not installed)"
+        method = e.method if known.has_method(e.method) else f"{e.method} (not installed)"
         rows.append({"NAME": e.name, "METHOD": method, "DATASET": e.dataset, "WEIGHTS": e.weights_kind(),
                      "STATUS": e.status, "SUMMARY": e.summary})
     widths = {c: max(len(r[c]) for r in rows) for c in COLUMNS}
