@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .training.checkpoints import model_from_checkpoint
-from .configs import replace_config
+from .configs import config_to_dict, replace_config
 from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError
 from .loading import resolve
-from .provenance import portable_provenance, read_provenance
+from .provenance import ABSOLUTE_PATH, portable_provenance, read_provenance, run_data_fingerprint
 from .weights import load_model_dir, read_config, save_pretrained
 
 STORAGE_DTYPES = ("float32", "float16", "bfloat16")
@@ -34,7 +35,9 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
     ``storage_dtype`` ("float16", "bfloat16"; "float32" or None keeps float32) stores the
     floating-point tensors at that precision. The training commands and dataset in the
     provenance lose the paths of this machine: ``--data-root`` becomes DIR, ``--out`` runs/NAME,
-    ``--init PATH`` models/NAME and ``--dataset npz:PATH`` npz:DIR/FILE.
+    ``--init PATH`` models/NAME, ``--dataset npz:PATH`` npz:DIR/FILE (``folder:PATH`` folder:DIR/NAME,
+    with the fingerprint of the run's images as ``data``) and any other absolute path DIR/NAME. A
+    Config field that holds an absolute path is warned about: it stays, as the model needs it.
     """
     if Path(dest).exists() and not Path(dest).is_dir():
         raise GenzooError(f"{dest} is a file; a model is exported to a directory: choose another path")
@@ -43,6 +46,7 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
     check_destination(dest, folder=True)  # before any model is loaded
     if checkpoint is not None:
         model, provenance = model_from_checkpoint(run, checkpoint)
+        directory = Path(run)
     else:
         directory, hashes, _ = resolve(run)
         model = load_model_dir(directory, expected_hashes=hashes)
@@ -50,10 +54,11 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
         if recalibrate:
             model.prepare_export()
             provenance = {**(provenance or {}), "recalibrated_at_export": True}
-    provenance = portable_provenance(provenance)
+    provenance = portable_provenance(provenance, data=run_data_fingerprint(directory))
     if set:
         model = with_config(model, set)
         provenance = {**(provenance or {}), "export_set": {key: getattr(model.config, key) for key in set}}
+    warn_of_paths_in_config(model.config)
     created = first_missing(Path(dest))
     try:
         with writing(dest):
@@ -63,6 +68,16 @@ def export(run: str | os.PathLike, dest: str | os.PathLike, *, checkpoint: int |
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
         raise
+
+
+def warn_of_paths_in_config(config: Any) -> None:
+    """Warn of each Config field that holds an absolute path: the model carries it wherever it is copied."""
+    for key, value in config_to_dict(config).items():
+        text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        if ABSOLUTE_PATH.search(text):
+            warnings.warn(f"Config field {key}={text} names a path of this machine, which the exported model carries "
+                          f"(and `genzoo push` refuses to publish): pass --set {key}=NAME, a model name or a "
+                          f"path relative to where the model is used")
 
 
 def with_config(model: Any, overrides: dict[str, Any]) -> Any:

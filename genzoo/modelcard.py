@@ -11,6 +11,7 @@ paper. Facts come from the registry entry when a zoo model is pushed, else from 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import re
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .provenance import details, read_provenance, training_commands
+from .provenance import LOCAL_DATASET_KINDS, describe_data, details, read_provenance, training_commands
 from .registry import Metric, parse_metrics
 from .reporting import card_evaluation
 
@@ -28,7 +29,8 @@ HUB_LICENSES = {
     "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nc-sa-3.0",
     "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "gpl-3.0", "lgpl-3.0", "mpl-2.0", "openrail", "unlicense",
 }
-LOCAL_DATASET_KINDS = ("npz", "folder")
+# Project-URL labels that name where a distribution's code lives, most telling first (any other label comes after).
+URL_LABELS = ("source", "source code", "repository", "code", "homepage", "home")
 
 
 @dataclass
@@ -52,13 +54,19 @@ class CardFacts:
     capabilities: tuple[str, ...] = ()
     num_classes: int = 0
     license_from_data: bool = False
+    data: str = ""  # the fingerprint of a local dataset's images, in words
+    source: str = ""  # the address of the model's code or project, as the publisher gave it
+    plugin_url: str = ""  # the project address of the distribution that provides the method
+    genzoo_url: str = ""  # genzoo's own project address, when its installed metadata names one
 
 
 def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry: Any = None, *,
-                 dataset_license: str = "") -> CardFacts:
+                 dataset_license: str = "", plugin_url: str | None = None, genzoo_url: str | None = None) -> CardFacts:
     """Facts for the card from a config.json ``document``, the Method class and a registry entry (or None).
 
-    ``dataset_license`` (the training data's) is the weights' licence when nothing else states one.
+    ``dataset_license`` (the training data's) is the weights' licence when nothing else states one;
+    ``plugin_url`` and ``genzoo_url`` are the project addresses of the method's distribution and of
+    genzoo (:func:`project_url`).
     """
     provenance = read_provenance(document)
     if entry is not None:
@@ -87,7 +95,42 @@ def gather_facts(document: dict[str, Any], method_cls: type | None = None, entry
         capabilities=tuple(sorted(getattr(method_cls, "capabilities", ()) or ())),
         num_classes=int(config.get("num_classes") or 0),
         license_from_data=from_data,
+        data=describe_data(provenance.get("data")),
+        source=str(provenance.get("source") or ""),
+        plugin_url=plugin_url or "",
+        genzoo_url=genzoo_url or "",
     )
+
+
+def project_url(distribution: str) -> str | None:
+    """The address of an installed distribution's code or project, from its metadata (``[project.urls]`` in its
+    pyproject.toml, or the older Home-page field); None when it names none or is not installed."""
+    try:
+        metadata = importlib.metadata.metadata(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    labelled = {}
+    for value in metadata.get_all("Project-URL") or []:
+        label, _, url = value.partition(",")
+        if url.strip():
+            labelled.setdefault(label.strip().lower(), url.strip())
+    for label in URL_LABELS:
+        if label in labelled:
+            return labelled[label]
+    home = (metadata.get("Home-page") or "").strip()
+    return next(iter(labelled.values()), None) or (home if home and home.upper() != "UNKNOWN" else None)
+
+
+def use_commands(capabilities: tuple[str, ...] | list[str], ref: str) -> list[str]:
+    """The commands that use the model ``ref`` through the verbs it supports (one line each)."""
+    lines = []
+    if "sample" in capabilities:
+        lines.append(f"genzoo sample {ref} -n 64 --seed 0 -o samples.png")
+    if "refine" in capabilities:
+        lines.append(f"genzoo refine {ref} --input images/ -o refined.png")
+    if not lines:  # a model used from Python (a feature network, a classifier)
+        lines.append(f"python -c 'import genzoo; print(genzoo.load(\"{ref}\"))'")
+    return lines
 
 
 def license_metadata(text: str) -> dict[str, str]:
@@ -137,6 +180,10 @@ def card_metadata(facts: CardFacts) -> dict[str, Any]:
         details["model"] = facts.model_name
     if facts.dataset:
         details["dataset"] = facts.dataset
+    if facts.data:
+        details["data"] = facts.data
+    if facts.source:
+        details["source"] = facts.source
     if facts.status:
         details["status"] = facts.status
     if facts.metrics:
@@ -185,20 +232,28 @@ def parse_card(text: str) -> tuple[dict[str, Any], str]:
 # -- sections -----------------------------------------------------------------------------------------
 
 
-INSTALL_TEXT = ("genzoo is not on a package index: clone its repository and install it from the clone, "
-                "`pip install torch torchvision` first and then `pip install -e .` inside the clone.")
+INSTALL_STEPS = "`pip install torch torchvision` first and then `pip install -e .` inside the clone"
+
+
+def _install_text(facts: CardFacts) -> str:
+    where = f"clone its repository, <{facts.genzoo_url}>," if facts.genzoo_url else "clone its repository"
+    return f"genzoo is not on a package index: {where} and install it from the clone, {INSTALL_STEPS}."
+
+
+def _plugin_text(facts: CardFacts) -> str:
+    where = (f"from <{facts.plugin_url}>" if facts.plugin_url else
+             "as its author describes (its package metadata names no project address)")
+    return (f"The `{facts.method}` method comes from the plugin `{facts.plugin}`: install it into the same "
+            f"environment {where}; `genzoo plugins` lists what is loaded.")
 
 
 def _usage(facts: CardFacts, ref: str) -> str:
-    lines = ["## Usage", "", INSTALL_TEXT, ""]
+    lines = ["## Usage", "", _install_text(facts), ""]
     if facts.plugin and facts.plugin != "genzoo":
-        lines += [f"The `{facts.method}` method comes from the plugin `{facts.plugin}`: install it into the same "
-                  f"environment as its author describes (`genzoo plugins` lists what is loaded).", ""]
-    lines += ["```bash"]
-    if "sample" in facts.capabilities:
-        lines.append(f"genzoo sample {ref} -n 64 --seed 0 -o samples.png")
-    if "refine" in facts.capabilities:
-        lines.append(f"genzoo refine {ref} --input images/ -o refined.png")
+        lines += [_plugin_text(facts), ""]
+    if facts.source:
+        lines += [f"The model's source: <{facts.source}>.", ""]
+    lines += ["```bash", *use_commands(facts.capabilities, ref)]
     lines += ["```", "", "```python", "import genzoo", "", f'model = genzoo.load("{ref}")']
     if "sample" in facts.capabilities:
         lines.append("images = model.sample(64, seed=0)  # float NCHW in [0, 1]")
@@ -215,7 +270,8 @@ def _training(facts: CardFacts) -> str:
     else:
         lines += ["The training command was not recorded.", ""]
     if facts.dataset:
-        lines += [f"Data: `{facts.dataset}`.", ""]
+        fingerprint = f" ({facts.data})" if facts.data else ""
+        lines += [f"Data: `{facts.dataset}`{fingerprint}.", ""]
     recorded = details(facts.provenance)
     if recorded:
         lines += ["| provenance | value |", "| --- | --- |"]
@@ -230,7 +286,8 @@ def _license(facts: CardFacts) -> str:
         if facts.dataset and facts.license_from_data:
             text += f" This follows the licence of the training data ({facts.dataset.partition(':')[0]})."
     else:
-        text = "The weights' licence was not stated; ask the author before reusing them."
+        text = ("No licence is stated for these weights: ask the author before reusing them (the author states one "
+                "by pushing again with `genzoo push MODEL ORG/NAME --license LICENCE`).")
     return f"## Licence\n\n{text}\n"
 
 

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 import genzoo
 from genzoo.errors import GenzooError
-from genzoo.testing import (ContractError, check_fit_resumes_exactly, check_method, check_optimizers_own_parameters,
+from genzoo.testing import (check_fit_resumes_exactly, check_method, check_optimizers_own_parameters,
                             check_several_processes, check_training_step, registered)
 from genzoo.training.step import TrainStep
 from tinygan import TinyGAN

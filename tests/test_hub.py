@@ -627,3 +627,174 @@ def test_a_full_disk_while_staging_a_push_is_one_sentence_and_pushes_nothing(hub
     with pytest.raises(genzoo.GenzooError, match=r"cannot write .*genzoo-push-.* \(no space left on the device\)"):
         genzoo.push_to_hub(toy_model_dir, "org/full-push")
     assert "org/full-push" not in hub.hub.repos
+
+
+# -- what a push publishes: no local paths, the sources, the licence, the preview, the verbs ---------------------------
+
+
+def _folder_of_images(folder: Path, count: int = 16) -> Path:
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        Image.fromarray(rng.integers(0, 256, (8, 8), dtype=np.uint8)).save(folder / f"{i:02d}.png")
+    return folder
+
+
+def _texts_of(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_run_trained_on_a_folder_is_pushed_and_exported_without_local_paths(hub, tmp_path, monkeypatch):
+    """A run whose --dataset and --out are absolute paths under a folder of the user's: the staged push (every file,
+    the grid included) and the exported model name the folder by its name and the images by their fingerprint."""
+    from genzoo.cli import cli
+    from genzoo.provenance import ABSOLUTE_PATH
+
+    offline(monkeypatch)
+    real_home = Path.home()
+    home = tmp_path / "home" / "someone"
+    monkeypatch.setenv("HOME", str(home))
+    images = _folder_of_images(home / "my digits")
+    run = home / "runs" / "folder-toy"
+    runner = CliRunner()
+    fitted = runner.invoke(cli, ["fit", "toy", "--dataset", f"folder:{images}", "--steps", "2", "--batch-size", "4",
+                                 "--out", str(run), "--no-progress", "--precision", "fp32"])
+    assert fitted.exit_code == 0, fitted.output
+    assert str(images) in (run / "config.json").read_text()  # the run itself records where its data is
+
+    staged, exported = tmp_path / "staged", tmp_path / "exported"
+    pushed = runner.invoke(cli, ["push", str(run), "org/folder-toy", "--dry-run", str(staged)])
+    assert pushed.exit_code == 0, pushed.output
+    assert runner.invoke(cli, ["export", str(run), str(exported)]).exit_code == 0
+    published = {f"staged/{name}": data for name, data in _texts_of(staged).items()}
+    published.update({f"exported/{name}": data for name, data in _texts_of(exported).items()})
+    assert set(published) >= {"staged/README.md", "staged/config.json", "staged/samples.png", "exported/config.json"}
+    for name, data in published.items():
+        for local in (str(tmp_path), str(home), str(real_home), "/tmp/"):
+            assert local.encode() not in data, f"{name} holds {local}"
+        if name.endswith((".md", ".json")):
+            assert not ABSOLUTE_PATH.search(data.decode()), f"{name}: {ABSOLUTE_PATH.search(data.decode())}"
+    card = (staged / "README.md").read_text()
+    provenance = json.loads((staged / "config.json").read_text())["provenance"]
+    assert provenance["dataset"] == "folder:DIR/my digits"
+    assert provenance["data"]["images"] == 16 and len(provenance["data"]["sha256"]) == 16
+    assert json.loads((exported / "config.json").read_text())["provenance"]["data"] == provenance["data"]
+    assert "--dataset 'folder:DIR/my digits'" in card and "--out runs/folder-toy" in card
+    assert f"16 images of 1x8x8, sha256 {provenance['data']['sha256']}" in card
+
+
+def test_a_provenance_without_local_paths_is_published_byte_for_byte(hub, tmp_path, monkeypatch):
+    offline(monkeypatch)
+    provenance = {"dataset": "mnist", "commands": ["genzoo fit toy --dataset mnist --data-root DIR --init runs/first "
+                                                   "--out runs/second"], "evaluation": "fid of 1/2 the samples"}
+    directory = genzoo.save_pretrained(toy(), tmp_path / "model", provenance=provenance)
+    staged = genzoo.pushing.stage_push(directory, tmp_path / "staged")
+    assert (staged / "config.json").read_bytes() == (directory / "config.json").read_bytes()
+
+
+def test_a_config_field_holding_an_absolute_path_is_not_published(hub, tmp_path, monkeypatch):
+    from dataclasses import dataclass
+
+    from genzoo.testing import registered
+    from toyzoo import Toy, ToyConfig
+
+    @dataclass
+    class GuidedConfig(ToyConfig):
+        guide: str = ""  # a model name or directory, as edm's autoguidance takes one
+
+    class Guided(Toy):
+        name = "guided-toy"
+        Config = GuidedConfig
+        default_model = None
+
+    offline(monkeypatch)
+    with registered(Guided):
+        model = Guided({"guide": str(tmp_path / "runs" / "weak")})
+        with pytest.raises(genzoo.GenzooError, match=r"Config field guide=.* names a path of this machine.*"
+                                                     r"--set guide=NAME"):
+            genzoo.pushing.stage_push(model, tmp_path / "staged")
+        assert not (tmp_path / "staged").exists()
+        staged = genzoo.pushing.stage_push(Guided({"guide": "runs/weak"}), tmp_path / "relative")
+        assert json.loads((staged / "config.json").read_text())["config"]["guide"] == "runs/weak"
+
+
+def test_the_card_names_the_sources_and_asks_for_a_missing_licence(hub, toy_site, toy_model_dir, tmp_path, monkeypatch):
+    from genzoo.cli import cli
+    from genzoo.modelcard import parse_card
+
+    offline(monkeypatch)
+    metadata = next(toy_site.glob("genzoo_toy-*.dist-info")) / "METADATA"
+    metadata.write_text(metadata.read_text() + "Project-URL: Homepage, https://example.org/genzoo-toy\n"
+                                               "Project-URL: Source, https://example.org/genzoo-toy/code\n")
+    runner = CliRunner()
+    bare = runner.invoke(cli, ["push", str(toy_model_dir), "org/toy", "--dry-run", str(tmp_path / "bare")])
+    assert bare.exit_code == 0, bare.output
+    assert "the card states no licence for the weights: name one with --license" in bare.output
+    meta, body = parse_card((tmp_path / "bare" / "README.md").read_text())
+    assert "license" not in meta
+    licence_lines = [line for line in body.splitlines() if "licence" in line.lower() and not line.startswith("#")]
+    assert licence_lines == ["No licence is stated for these weights: ask the author before reusing them (the "
+                             "author states one by pushing again with `genzoo push MODEL ORG/NAME --license "
+                             "LICENCE`)."]
+    assert "install it into the same environment from <https://example.org/genzoo-toy/code>" in body
+
+    stated = runner.invoke(cli, ["push", str(toy_model_dir), "org/toy", "--dry-run", str(tmp_path / "stated"),
+                                 "--source", "https://example.org/toy-recipe", "--license", "cc-by-4.0"])
+    assert stated.exit_code == 0 and "no licence" not in stated.output
+    meta, body = parse_card((tmp_path / "stated" / "README.md").read_text())
+    assert meta["license"] == "cc-by-4.0" and meta["genzoo"]["source"] == "https://example.org/toy-recipe"
+    assert "The model's source: <https://example.org/toy-recipe>." in body and "released under: cc-by-4.0" in body
+    provenance = json.loads((tmp_path / "stated" / "config.json").read_text())["provenance"]
+    assert provenance["source"] == "https://example.org/toy-recipe" and provenance["license"] == "cc-by-4.0"
+    refused = runner.invoke(cli, ["push", str(toy_model_dir), "--dry-run", str(tmp_path / "x"), "--source", "my laptop"])
+    assert refused.exit_code == 1 and "--source my laptop: give the address" in refused.output
+
+
+def test_the_preview_follows_the_method_and_the_option(hub, toy_model_dir, tmp_path, monkeypatch):
+    from genzoo.cli import cli
+    from genzoo.images import GRID_KEY
+    from genzoo.plugins import get_host
+
+    offline(monkeypatch)
+    monkeypatch.setattr(get_host().method("toy"), "preview_images", 9, raising=False)
+
+    def staged(*args):
+        folder = tmp_path / f"staged-{len(list(tmp_path.iterdir()))}"
+        result = CliRunner().invoke(cli, ["push", str(toy_model_dir), "org/toy", "--dry-run", str(folder), *args])
+        assert result.exit_code == 0, result.output
+        return folder
+
+    def count(folder):
+        with Image.open(folder / "samples.png") as grid:
+            return json.loads(grid.info[GRID_KEY])["count"]
+
+    declared = staged()
+    assert count(declared) == 9 and "9 samples drawn with `genzoo sample hf://org/toy -n 9 --seed 0`" in \
+        (declared / "README.md").read_text()
+    assert count(staged("--preview-images", "4")) == 4
+    none = staged("--preview-images", "0")
+    assert not (none / "samples.png").exists() and "## Samples" not in (none / "README.md").read_text()
+    monkeypatch.setattr(get_host().method("toy"), "preview_images", -1, raising=False)
+    with pytest.raises(genzoo.GenzooError, match=r"Toy.preview_images must be a whole number of images, 0 or more"):
+        genzoo.pushing.stage_push(toy_model_dir, tmp_path / "bad")
+
+
+def test_push_says_how_to_use_the_commit_through_the_verbs_the_method_supports(hub, toy_model_dir, monkeypatch):
+    from genzoo.cli import cli
+    from genzoo.plugins import get_host
+
+    both = CliRunner().invoke(cli, ["push", str(toy_model_dir), "org/both"])
+    assert both.exit_code == 0, both.output
+    commit = hub.hub.history("org/both")[0]
+    assert f"load it with: genzoo sample hf://org/both@{commit} -n 64" in both.output
+    assert f"          or: genzoo refine hf://org/both@{commit} --input images/" in both.output
+    monkeypatch.setattr(get_host().method("toy"), "capabilities", frozenset({"fit", "refine"}))
+    refiner = CliRunner().invoke(cli, ["push", str(toy_model_dir), "org/refiner"])
+    assert refiner.exit_code == 0, refiner.output
+    commit = hub.hub.history("org/refiner")[0]
+    assert f"load it with: genzoo refine hf://org/refiner@{commit} --input images/ -o refined.png" in refiner.output
+    assert "genzoo sample" not in refiner.output
+    monkeypatch.setattr(get_host().method("toy"), "capabilities", frozenset({"fit"}))
+    neither = CliRunner().invoke(cli, ["push", str(toy_model_dir), "org/features"])
+    assert neither.exit_code == 0, neither.output
+    assert "load it with: python -c 'import genzoo; print(genzoo.load(\"hf://org/features@" in neither.output

@@ -240,15 +240,17 @@ def _readme_commands(readme: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_the_readme_of_a_new_plugin_runs_as_written(tmp_path, mnist_root):
+@pytest.mark.parametrize("template, made_last", [((), "grid.png"), (("--refine-only",), "refined.png")])
+def test_the_readme_of_a_new_plugin_runs_as_written(tmp_path, mnist_root, template, made_last):
     """Every command in a new project's README, in order, in a fresh environment that sees genzoo's:
     the editable install offline (--no-build-isolation, as the README says), the project's own tests
-    (default and slow), genzoo plugins, a fit on MNIST and a sample grid."""
+    (default and slow), genzoo plugins, a fit on MNIST and a sample grid (a refiner: refined digits)."""
     project = tmp_path / "genzoo-flow-toy"
-    made = CliRunner().invoke(cli, ["new-plugin", "flow-toy", str(project)])
+    made = CliRunner().invoke(cli, ["new-plugin", "flow-toy", str(project), *template])
     assert made.exit_code == 0, made.output
     commands = _readme_commands(project / "README.md")
-    assert [words[0] for words in commands] == ["pip", "pytest", "pytest", "genzoo", "genzoo", "genzoo"]
+    assert [words[0] for words in commands[:4]] == ["pip", "pytest", "pytest", "genzoo"]
+    assert {words[0] for words in commands[4:]} == {"genzoo"}
     environment = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)], check=True, timeout=120)
     site = next(environment.glob("lib/python*/site-packages"))
@@ -266,7 +268,7 @@ def test_the_readme_of_a_new_plugin_runs_as_written(tmp_path, mnist_root):
         outputs.append(done.stdout)
     assert (site / "_genzoo_flow_toy.pth").is_file()  # installed in the new environment, editable
     assert " passed" in outputs[1] and " passed" in outputs[2] and "flow-toy [ok]" in outputs[3]
-    assert (project / "runs" / "flow-toy" / "model.safetensors").is_file() and (project / "grid.png").is_file()
+    assert (project / "runs" / "flow-toy" / "model.safetensors").is_file() and (project / made_last).is_file()
 
 
 @pytest.mark.parametrize("verb, options_cls", [("fit", "genzoo.training.options:FitOptions"), ("eval", "genzoo.metrics.evaluation:EvalOptions"),
@@ -327,3 +329,60 @@ def test_the_owned_update_template_passes_every_check(tmp_path):
     from genzoo.testing import check_method
 
     assert "check_fit_resumes_exactly" in check_method(_new_method(tmp_path, owns_update=True), {"image_size": 8})
+
+
+def _new_refiner(tmp_path):
+    """The refine-only method class `genzoo new-plugin --refine-only` writes, imported from the new project's files."""
+    import importlib.util
+
+    from genzoo.scaffold import new_plugin
+
+    project = new_plugin("clean-up", tmp_path / "refiner", refine_only=True)
+    spec = importlib.util.spec_from_file_location("clean_up_model", project / "genzoo_clean_up" / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return project, module.CleanUp
+
+
+def test_new_plugin_offers_a_refiner_with_a_ranged_option(tmp_path):
+    from genzoo.testing import (check_declaration, check_options, check_refine_images, check_refine_zero_steps,
+                                check_training_step, check_undeclared_verbs_refuse)
+
+    project, cls = _new_refiner(tmp_path)
+    assert cls.capabilities == {"fit", "refine"} and "check_sample_images" not in {c.__name__ for c in checks_for(cls)}
+    for check in (check_declaration, check_undeclared_verbs_refuse, check_options, check_refine_images,
+                  check_refine_zero_steps, check_training_step):
+        check(cls, {"image_size": 8})
+    grey = torch.full((2, 1, 8, 8), 0.5)
+    with pytest.raises(genzoo.GenzooError, match="pull must be in \\[0, 1\\], got 2"):
+        cls({"image_size": 8}).refine(grey, pull=2.0)
+    readme = (project / "README.md").read_text()
+    assert "genzoo new-plugin clean-up --refine-only" in readme and "genzoo refine runs/clean-up" in readme
+    assert "`genzoo refine clean-up` loads it" in (project / "genzoo_clean_up" / "__init__.py").read_text()
+    made = CliRunner().invoke(cli, ["new-plugin", "clean-up", str(tmp_path / "cli"), "--refine-only"])
+    assert made.exit_code == 0 and 'capabilities = frozenset({"fit", "refine"})' in \
+        (tmp_path / "cli/genzoo_clean_up/model.py").read_text()
+    both = CliRunner().invoke(cli, ["new-plugin", "x", str(tmp_path / "both"), "--refine-only", "--owns-update"])
+    assert both.exit_code == 1 and "choose one of them" in both.output and not (tmp_path / "both").exists()
+
+
+@pytest.mark.slow
+def test_the_refiner_template_passes_every_check(tmp_path):
+    from genzoo.testing import check_method
+
+    _, cls = _new_refiner(tmp_path)
+    assert "check_fit_resumes_exactly" in check_method(cls, {"image_size": 8})
+
+
+def test_a_new_plugins_tests_run_on_one_thread(tmp_path):
+    """The conftest.py new-plugin writes holds torch to one thread before any test runs, as genzoo's own does."""
+    from genzoo.scaffold import new_plugin
+
+    project = new_plugin("vae", tmp_path / "vae")
+    env = {key: value for key, value in os.environ.items() if key not in ("OMP_NUM_THREADS", "GENZOO_THREADS")}
+    probe = ("import os, runpy, torch; runpy.run_path('tests/conftest.py'); "
+             "print(torch.get_num_threads(), os.environ['OMP_NUM_THREADS'])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1"]

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from click.testing import CliRunner
 
 import genzoo
@@ -172,3 +171,31 @@ def test_enoent_in_an_existing_folder_says_the_file_system_refuses_new_files(tmp
     with pytest.raises(genzoo.GenzooError, match=r"is not writable \(its file system does not let files be created "
                                                  r"there\)"):
         destinations.check_destination(tmp_path / "x.png")
+
+
+def test_fit_grids_take_as_many_images_as_the_method_previews(toy_site, toy_npz, tmp_path, monkeypatch):
+    """A method's ``preview_images`` sets the size of fit's sample grids, unless --grid-size names one."""
+    import json
+
+    from PIL import Image
+
+    from genzoo.images import GRID_KEY
+    from genzoo.plugins import get_host
+
+    def grids(name, *args):
+        run = tmp_path / name
+        fitted = CliRunner().invoke(cli, ["fit", "toy", "--dataset", f"npz:{toy_npz}", "--steps", "2", "--batch-size",
+                                          "8", "--sample-every", "2", "--out", str(run), "--no-progress",
+                                          "--precision", "fp32", *args])
+        assert fitted.exit_code == 0, fitted.output
+        counts = []
+        for png in sorted((run / "samples").glob("*.png")) if (run / "samples").is_dir() else []:
+            with Image.open(png) as grid:
+                counts.append(json.loads(grid.info[GRID_KEY])["count"])
+        return counts
+
+    monkeypatch.setattr(get_host().method("toy"), "preview_images", 5, raising=False)
+    assert grids("declared") == [5]
+    assert grids("asked", "--grid-size", "7") == [7]
+    monkeypatch.setattr(get_host().method("toy"), "preview_images", 0, raising=False)
+    assert grids("none") == []

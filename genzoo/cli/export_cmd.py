@@ -24,8 +24,10 @@ def command(source: str, dest: str, storage_dtype: str, step: int | None, recali
     DEST gets only config.json and model.safetensors (no checkpoints or logs), ready to bundle in
     a package or push; the sha256 of both files is printed for a registry entry. The training
     commands and the dataset in its provenance keep no paths of this machine: --data-root becomes
-    DIR, --out runs/NAME, --init PATH models/NAME and --dataset npz:PATH npz:DIR/FILE (names of
-    models and built-in datasets stay as they are). From Python: genzoo.export(SOURCE, DEST, ...).
+    DIR, --out runs/NAME, --init PATH models/NAME, --dataset npz:PATH npz:DIR/FILE and
+    folder:PATH folder:DIR/NAME (with the fingerprint of the run's images), any other absolute path
+    DIR/NAME; names of models and built-in datasets stay as they are. From Python:
+    genzoo.export(SOURCE, DEST, ...).
     """
     out = export(source, dest, checkpoint=step, set=parse_assignments(sets) or None, storage_dtype=storage_dtype,
                  recalibrate=recalibrate)

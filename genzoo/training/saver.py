@@ -2,11 +2,13 @@
 process, the model directory, the sample grid and the loss plot of that step.
 
 A grid and a model directory of one step share one ``prepare_export`` (IGN calibrates its batch-norm
-statistics there, on 8,192 forward passes).
+statistics there, on 8,192 forward passes). A grid holds ``--grid-size`` images; left at its default,
+as many as the method's ``preview_images`` (64 when it declares none; a slow sampler declares fewer).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,12 @@ from ..hardware import device_name
 from ..images import save_grid
 from ..method import Method
 from ..plots import plot_losses
+from .options import FitOptions
 from .record import RunRecord
 from ..weights import read_config, save_pretrained
 
 GRID_SEED = 0
+DEFAULT_GRID_SIZE = next(f.default for f in dataclasses.fields(FitOptions) if f.name == "grid_size")
 
 
 class RunSaver:
@@ -77,11 +81,20 @@ class RunSaver:
         self.model_step = state.step
 
     def grid(self, state: ckpt.TrainState, model: Method | None = None) -> None:
-        if "sample" not in type(state.model).capabilities:
+        count = self.grid_count(type(state.model))
+        if "sample" not in type(state.model).capabilities or not count:
             return
         model = model or self._exported(state)
-        images = model.sample(self.grid_size, seed=GRID_SEED, batch_size=self.grid_size)
+        images = model.sample(count, seed=GRID_SEED, batch_size=count)
         save_grid(images, self.out / "samples" / f"{ckpt.checkpoint_name(state.step)}.png")
+
+    def grid_count(self, method_cls: type) -> int:
+        """``--grid-size`` as given; at its default, the method's ``preview_images``."""
+        if self.grid_size != DEFAULT_GRID_SIZE:
+            return self.grid_size
+        from ..pushing import preview_images
+
+        return preview_images(method_cls)
 
     def holds_model_of(self, step: int) -> bool:
         """Whether the model directory holds the model of ``step`` (written now, or before a no-op --resume)."""
@@ -118,4 +131,4 @@ def check_processes_agree(acc: Any, model: torch.nn.Module, step: int) -> None:
                                   f"across processes cannot come from a process's own RNG")
 
 
-__all__ = ["GRID_SEED", "RunSaver", "check_processes_agree"]
+__all__ = ["DEFAULT_GRID_SIZE", "GRID_SEED", "RunSaver", "check_processes_agree"]
