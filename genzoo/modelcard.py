@@ -194,8 +194,9 @@ def card_metadata(facts: CardFacts) -> dict[str, Any]:
 
 
 def render_card(facts: CardFacts, *, repo_id: str, revision: str | None = None, grid_file: str | None = None,
-                grid_count: int = 64) -> str:
-    """The whole README.md: YAML front matter, then the Markdown body."""
+                grid_count: int = 64, per_class: int | None = None) -> str:
+    """The whole README.md: YAML front matter, then the Markdown body. ``per_class``: the grid holds that many
+    images of each class in labelled rows (a class-conditional model's preview)."""
     ref = f"hf://{repo_id}" + (f"@{revision}" if revision and revision != "main" else "")
     meta = yaml.safe_dump(card_metadata(facts), sort_keys=False, allow_unicode=True, width=1000)
     parts = [f"---\n{meta}---\n", f"# {repo_id}\n"]
@@ -207,8 +208,13 @@ def render_card(facts: CardFacts, *, repo_id: str, revision: str | None = None, 
         parts.append(f"**Status: {facts.status}.** {' '.join(facts.limitations.split())}\n")
     parts.append(_usage(facts, ref))
     if grid_file:
-        parts.append(f"## Samples\n\n![{grid_count} samples, seed 0]({grid_file})\n\n"
-                     f"{grid_count} samples drawn with `genzoo sample {ref} -n {grid_count} --seed 0`.\n")
+        if per_class:
+            parts.append(f"## Samples\n\n![{per_class} samples of each class, seed 0]({grid_file})\n\n"
+                         f"{per_class} samples of each class, one row per class, drawn with "
+                         f"`genzoo sample {ref} --per-class {per_class} --seed 0`.\n")
+        else:
+            parts.append(f"## Samples\n\n![{grid_count} samples, seed 0]({grid_file})\n\n"
+                         f"{grid_count} samples drawn with `genzoo sample {ref} -n {grid_count} --seed 0`.\n")
     if facts.metrics:
         parts.append(card_evaluation(facts.metrics, facts.evaluation))
     parts.append(_training(facts))

@@ -21,7 +21,7 @@ import torch
 from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError
 from .hub import MAIN, check_can_push, check_repo_id, commit_folder, hub_ref, is_commit
-from .images import save_grid
+from .images import class_rows, save_grid, save_png
 from .loading import resolve
 from .modelcard import gather_facts, project_url, render_card, use_commands
 from .plugins import find_model, get_host
@@ -204,16 +204,33 @@ def _stage(model: Any, tmp: Path, *, repo_id: str, revision: str | None, provena
     shutil.copyfile(source / WEIGHTS_FILE, folder / WEIGHTS_FILE)
     grid = None
     if count:
-        save_grid(loaded.sample(count, seed=0), folder / GRID_FILE)
+        _save_preview(loaded, count, folder / GRID_FILE)
         grid = GRID_FILE
     # the card names the plugin that provides the method here, not whatever text the source's config.json holds
     plugin = method_cls.plugin_name or document.get("plugin")
     card_document = {**document, "plugin": plugin}
     facts = gather_facts(card_document, method_cls, entry, dataset_license=_dataset_license(document, entry),
                          plugin_url=project_url(plugin) if plugin else None, genzoo_url=project_url("genzoo"))
-    card = render_card(facts, repo_id=repo_id, revision=revision, grid_file=grid, grid_count=count)
+    card = render_card(facts, repo_id=repo_id, revision=revision, grid_file=grid, grid_count=count,
+                       per_class=per_class_preview(loaded, count) if grid else None)
     (folder / CARD_FILE).write_text(card, encoding="utf-8")
     return Staged(folder, tuple(sorted(method_cls.capabilities)), facts.license)
+
+
+def per_class_preview(model: Any, count: int) -> int | None:
+    """Images of each class in a class-conditional model's preview of about ``count`` images (None: a plain grid)."""
+    return max(1, count // model.num_classes) if model.num_classes else None
+
+
+def _save_preview(model: Any, count: int, path: Path) -> None:
+    """``count`` samples with seed 0 in a grid, or for a class-conditional model :func:`per_class_preview` of each
+    class in labelled rows, as ``genzoo sample --per-class K`` draws them."""
+    per_class = per_class_preview(model, count)
+    if per_class is None:
+        save_grid(model.sample(count, seed=0), path)
+        return
+    labels = torch.arange(model.num_classes).repeat_interleave(per_class)
+    save_png(class_rows(model.sample(len(labels), seed=0, labels=labels), labels, model.class_names), path)
 
 
 def _published_config(source: Path, folder: Path, stated: dict[str, str]) -> dict[str, Any]:

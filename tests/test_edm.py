@@ -172,3 +172,40 @@ def test_a_conditional_edm_trains_on_labelled_data_only(tmp_path):
                      config={"width": 8, "levels": 2, "num_classes": 3}, progress=False, sample_every=0)
     model = genzoo.load(out)
     assert model.num_classes == 3 and model.image_shape == (1, 8, 8)  # the shape taken from the data
+
+
+def test_sample_per_class_draws_each_class_k_times_in_labelled_rows(tmp_path):
+    from click.testing import CliRunner
+
+    from genzoo.cli import cli
+
+    model_dir = tmp_path / "conditional"
+    genzoo.save_pretrained(conditional(), model_dir)
+    runner = CliRunner()
+    npz = runner.invoke(cli, ["sample", str(model_dir), "--per-class", "2", "-o", str(tmp_path / "x.npz"), "--no-progress"])
+    assert npz.exit_code == 0, npz.output
+    import numpy as np
+
+    assert np.load(tmp_path / "x.npz")["y"].tolist() == [0, 0, 1, 1, 2, 2]
+    grid = runner.invoke(cli, ["sample", str(model_dir), "--per-class", "2", "-o", str(tmp_path / "rows.png"),
+                               "--no-progress"])
+    assert grid.exit_code == 0, grid.output
+    from PIL import Image
+
+    width, height = Image.open(tmp_path / "rows.png").size
+    assert height == 3 * (2 * 8 + 2 * 2) and width > 2 * (2 * 8 + 2)  # three rows of two 16-pixel images, a margin
+    refused = runner.invoke(cli, ["sample", str(model_dir), "--per-class", "2", "--labels", "cat"])
+    assert refused.exit_code != 0 and "give it or --labels, not both" in refused.output
+    plain_dir = tmp_path / "plain"
+    genzoo.save_pretrained(tiny(0), plain_dir)
+    refused = runner.invoke(cli, ["sample", str(plain_dir), "--per-class", "2"])
+    assert refused.exit_code != 0 and "is not class-conditional" in refused.output
+
+
+def test_a_conditional_models_push_preview_is_drawn_per_class_as_its_card_says(tmp_path):
+    from genzoo.pushing import stage_push
+
+    staged = stage_push(conditional(), tmp_path / "staged", repo_id="org/tiny", preview=6)
+    card = (staged / "README.md").read_text()
+    assert "genzoo sample hf://org/tiny --per-class 2 --seed 0" in card
+    assert (staged / "samples.png").is_file()

@@ -1,7 +1,12 @@
-import click
+import dataclasses
 
+import click
+import torch
+
+from ..destinations import writing
+from ..errors import GenzooError
 from ..generate import SampleOptions, generate
-from ..images import OUTPUT_RULE, output_target, replacing, save_images
+from ..images import OUTPUT_RULE, class_rows, output_target, replacing, save_images, save_png
 from ..loading import load
 from ..memory import check_images_fit
 from .options import (device_from, device_option, options_from, output_options, parse_labels, parse_options,
@@ -14,12 +19,15 @@ from .options import (device_from, device_option, options_from, output_options, 
 @output_options
 @click.option("--labels", default=None, help="Class labels, as integers or class names: a comma list (repeated in turn to -n) or "
               "a file (conditional models; default i mod C).")
+@click.option("--per-class", type=click.IntRange(min=1), default=None, metavar="K",
+              help="K images of every class of a conditional model, in one labelled row per class (sets -n to K x "
+              "classes; a grid output draws the rows).")
 @click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Method-specific sample option (repeatable).")
 @click.option("--refine-opt", "refine_opts", multiple=True, metavar="KEY=VALUE",
               help="Refine option for --refine, e.g. eps=1.0 for robust-mnist (repeatable).")
 @options_from(SampleOptions)
 @device_option
-def command(name, output, fmt, as_float, nrow, labels, opts, refine_opts, device, **settings):
+def command(name, output, fmt, as_float, nrow, labels, per_class, opts, refine_opts, device, **settings):
     """Sample images from a pretrained model.
 
     NAME is a model name (genzoo list), an alias, a method (its default model), a model
@@ -31,6 +39,9 @@ def command(name, output, fmt, as_float, nrow, labels, opts, refine_opts, device
     label_tensor = parse_labels(labels)
     model = load(name, device=dev)
     options = parse_options(opts, model, "sample")
+    if per_class is not None:
+        label_tensor = per_class_labels(model, per_class, label_tensor, name)
+        o = dataclasses.replace(o, n=len(label_tensor))
     refiner = load(o.refine, device=dev) if o.refine else None
     refine_options = parse_refine_options(refine_opts, o.refine_steps, o.refine, refiner)
     check_images_fit([model, refiner], o.n, batch_size=o.batch_size, device=dev, precision=o.precision, where=name)
@@ -40,5 +51,18 @@ def command(name, output, fmt, as_float, nrow, labels, opts, refine_opts, device
         refine_options=refine_options,
     )
     note = replacing(out, fmt)
-    save_images(images, out, fmt, labels=used_labels, as_float=as_float, nrow=nrow)
+    if per_class is not None and fmt == "grid":
+        with writing(out):
+            save_png(class_rows(images, used_labels, model.class_names), out)
+    else:
+        save_images(images, out, fmt, labels=used_labels, as_float=as_float, nrow=nrow)
     click.echo(f"wrote {len(images)} images to {out}" + (f" ({note})" if note else ""))
+
+
+def per_class_labels(model, k: int, labels, name: str) -> torch.Tensor:
+    """``--per-class K``: each class of ``model`` K times in turn (class 0 K times, then class 1, ...)."""
+    if labels is not None:
+        raise GenzooError("--per-class draws every class: give it or --labels, not both")
+    if not model.num_classes:
+        raise GenzooError(f"--per-class: {name} is not class-conditional (it has no classes); use -n for a grid")
+    return torch.arange(model.num_classes).repeat_interleave(k)
