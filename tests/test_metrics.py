@@ -94,7 +94,12 @@ def test_cli_eval_writes_json_with_the_feature_network_and_counts(toy_site, toy_
     report = json.loads(out.read_text())
     assert report["features"]["name"] == "toy-features" and report["n"] == 64 and report["reference"]["n"] == 64
     assert set(report["metrics"]) == {"fid", "kid", "precision", "recall", "memorization"}
-    assert report["metrics"]["memorization"]["max_ssim_mean"] == pytest.approx(1.0, abs=1e-5)
+    memorization = report["metrics"]["memorization"]
+    assert memorization["max_ssim_mean"] == pytest.approx(1.0, abs=1e-5)
+    # the reference is the training file itself here, so its held-out images are found in it as well
+    assert memorization["held_out_max_ssim_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert memorization["held_out_nn_feature_distance_mean"] == pytest.approx(0.0, abs=1e-2)
+    assert memorization["n_held_out"] == memorization["n_generated"] == 16
     assert report["metrics"]["kid"]["subset_size"] == 32
     assert "fixed permutation" in report["reference"]["drawn_with"]
 

@@ -73,12 +73,21 @@ def _memorization(s: Scoring) -> dict[str, Any]:
     o = s.options
     train = s.train()
     subset = torch.randperm(len(s.images), generator=torch.Generator().manual_seed(0))[:min(o.memorization_n, len(s.images))]
-    return {"memorization": {
+    scores = {
         "max_ssim_mean": float(max_ssim(s.images[subset], train.images, candidates=o.memorization_candidates).mean()),
         "nn_feature_distance_mean": float(nearest_feature_distance(s.fake[subset], train.features).mean()),
         "n_generated": len(subset), "train": train.name, "n_train": len(train.images),
         "ssim_candidates": o.memorization_candidates,
-    }}
+    }
+    if s.real_images is not None:  # held-out images (the reference) scored alike: what no memorising gives
+        held = torch.randperm(len(s.real_images), generator=torch.Generator().manual_seed(0))[:len(subset)]
+        scores |= {
+            "held_out_max_ssim_mean": float(max_ssim(s.real_images[held], train.images,
+                                                     candidates=o.memorization_candidates).mean()),
+            "held_out_nn_feature_distance_mean": float(nearest_feature_distance(s.real[held], train.features).mean()),
+            "n_held_out": len(held),
+        }
+    return {"memorization": scores}
 
 
 def _check_memorization(o: Any, n_ref: int) -> None:
@@ -117,4 +126,4 @@ def register_metrics(register):
                      "(Karras et al. 2018); per level and mean; no feature network involved")
     register("memorization", _memorization, needs=("train",), check=_check_memorization,
              summary="mean max-SSIM and nearest-neighbour feature distance of a fixed subset of samples to the "
-                     "training images")
+                     "training images, beside the same figures of as many held-out reference images (held_out_*)")
