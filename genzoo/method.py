@@ -9,20 +9,18 @@ Images cross every public boundary as float NCHW in [0, 1].
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-import typing
 from typing import Any, ClassVar, Iterable, Sequence, TypeVar
 
 import torch
 from torch import nn
 
-from .configs import Range, build_config
+from . import inputs
+from .configs import build_config
+from .declaration import VERBS, check_declaration
 from .errors import GenzooError, UnsupportedVerb
 from .progress import progress_bar
 from .seeding import Noise
 
-VERBS = ("fit", "sample", "refine")
 # The defaults of every verb that runs a model on images (sample, refine, eval); their options
 # dataclasses and the keywords below read them from here.
 BATCH_SIZE = 256  # images per forward pass (a sample does not depend on it)
@@ -111,24 +109,7 @@ class Method(nn.Module):
     @classmethod
     def check_declaration(cls) -> None:
         """Raise if the subclass's declaration is incomplete (called when a plugin registers it)."""
-        if not cls.name or not isinstance(cls.name, str):
-            raise GenzooError(f"{cls.__qualname__} must set a non-empty class attribute 'name'")
-        if not dataclasses.is_dataclass(cls.Config):
-            raise GenzooError(f"method {cls.name!r} must set 'Config' to a dataclass")
-        unknown = set(cls.capabilities) - set(VERBS)
-        if unknown:
-            raise GenzooError(f"method {cls.name!r} declares unknown capabilities {sorted(unknown)}; use {VERBS}")
-        for verb, hook in (("sample", "sample_batch"), ("refine", "refine_batch")):
-            if verb in cls.capabilities and getattr(cls, hook) is getattr(Method, hook):
-                raise GenzooError(f"method {cls.name!r} declares {verb!r} but does not implement {hook}()")
-        if "fit" in cls.capabilities and not cls.owns_update() and cls.training_step is Method.training_step:
-            raise GenzooError(f"method {cls.name!r} declares 'fit' but implements neither training_step() nor update()")
-        if "fit" in cls.capabilities and cls.configure_optimizers is Method.configure_optimizers:
-            raise GenzooError(f"method {cls.name!r} declares 'fit' but does not implement configure_optimizers()")
-        for attr, hook in (("sample_options", "sample_batch"), ("refine_options", "refine_batch")):
-            _check_options_declaration(cls, attr, hook)
-        if cls.default_model is not None and not isinstance(cls.default_model, str):
-            raise GenzooError(f"method {cls.name!r}: default_model must be a model name or None")
+        check_declaration(cls, Method)
 
     @classmethod
     def training_only(cls, keys: Any) -> set[str]:
@@ -300,49 +281,12 @@ class Method(nn.Module):
     # -- helpers ------------------------------------------------------------------------------
 
     def check_input_images(self, x: torch.Tensor) -> torch.Tensor:
-        """Validate images for refine: float NCHW in [0, 1] of this method's shape."""
-        if not isinstance(x, torch.Tensor):
-            raise GenzooError(f"expected a tensor of images, got {type(x).__name__}")
-        if x.dtype == torch.uint8:
-            x = x.float() / 255
-        if x.ndim != 4:
-            raise GenzooError(f"expected images as N x C x H x W, got shape {tuple(x.shape)}")
-        try:
-            expected = self.image_shape
-        except GenzooError:
-            expected = None
-        if expected is not None and tuple(x.shape[1:]) != expected:
-            raise GenzooError(
-                f"{self.name} works on images of shape {expected} (C, H, W), got {tuple(x.shape[1:])}; "
-                f"resize or convert the input first"
-            )
-        if x.numel() and (x.min() < 0 or x.max() > 1):
-            raise GenzooError(f"images must be floats in [0, 1], got values in [{x.min():.3g}, {x.max():.3g}]")
-        return x.float()
+        """Images for refine as float NCHW in [0, 1] of this method's shape (uint8 scaled), or one clear error."""
+        return inputs.check_input_images(self, x)
 
     def labels_for(self, n: int, labels: Any, default: bool = True, first: int = 0) -> torch.Tensor | None:
-        """The labels of ``n`` images as a tensor: given ones (integers or class names, k < n of them repeating in
-        turn) checked against the classes; none given, ``i mod num_classes`` from image ``first`` on (with
-        ``default``) or None."""
-        if labels is None:
-            if default and self.num_classes:
-                return torch.arange(first, first + n) % self.num_classes
-            return None
-        if not self.num_classes:
-            raise GenzooError(f"method {self.name!r} is unconditional; it takes no labels (drop --labels)")
-        if isinstance(labels, (list, tuple)) and any(isinstance(label, str) for label in labels):
-            labels = self.label_indices(labels)
-        labels = torch.as_tensor(labels, dtype=torch.long).flatten()
-        if labels.numel() > n or (n and not labels.numel()):
-            raise GenzooError(f"got {labels.numel()} labels for {n} images; give from one to one per image (fewer "
-                              f"repeat in turn)")
-        if 0 < labels.numel() < n:  # image i takes label i mod k, as the default labels are i mod num_classes
-            labels = labels.repeat(-(-n // labels.numel()))[:n]
-        if labels.numel() and (labels.min() < 0 or labels.max() >= self.num_classes):
-            raise GenzooError(
-                f"labels must be in 0..{self.num_classes - 1}, got values in [{labels.min()}, {labels.max()}]"
-            )
-        return labels
+        """The labels of ``n`` images (:func:`genzoo.inputs.labels_for`)."""
+        return inputs.labels_for(self, n, labels, default=default, first=first)
 
     @property
     def class_names(self) -> tuple[str, ...]:
@@ -351,36 +295,4 @@ class Method(nn.Module):
 
     def label_indices(self, labels: Sequence[int | str]) -> list[int]:
         """Class names (and integers) as label indices; an unknown name is refused, naming the classes."""
-        names = self.class_names
-        index = {name: i for i, name in enumerate(names)}
-        unknown = [label for label in labels if isinstance(label, str) and label not in index]
-        if unknown:
-            known = f"its classes are {', '.join(names)}" if names else \
-                f"it names no classes; give labels as integers 0..{self.num_classes - 1}"
-            raise GenzooError(f"{self.name} has no class {unknown[0]!r}; {known}")
-        return [index[label] if isinstance(label, str) else int(label) for label in labels]
-
-
-def _check_options_declaration(cls: type, attr: str, hook: str) -> None:
-    """``sample_options``/``refine_options``: a dict of keyword -> type (or ``Annotated[type, Range]``), each a
-    keyword of the hook."""
-    declared = getattr(cls, attr)
-    if not isinstance(declared, dict) or not all(isinstance(k, str) and _is_option_type(t) for k, t in declared.items()):
-        raise GenzooError(f"method {cls.name!r}: {attr} must map option names to types, e.g. {{'temperature': float}} "
-                          f"or {{'temperature': Annotated[float, Positive]}}")
-    if not declared:
-        return
-    parameters = inspect.signature(getattr(cls, hook)).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return
-    missing = sorted(set(declared) - set(parameters))
-    if missing:
-        raise GenzooError(f"method {cls.name!r} declares {attr} {missing} that {hook}() does not accept as keywords")
-
-
-def _is_option_type(hint: Any) -> bool:
-    """A plain type, or ``Annotated[type, Range, ...]`` (the ranges are checked on every call)."""
-    if typing.get_origin(hint) is typing.Annotated:
-        base, *rules = typing.get_args(hint)
-        return isinstance(base, type) and all(isinstance(rule, Range) for rule in rules)
-    return isinstance(hint, type)
+        return inputs.label_indices(self, labels)
