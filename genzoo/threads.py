@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 THREADS_ENV = "GENZOO_THREADS"
 _OMP = "OMP_NUM_THREADS"
@@ -23,13 +24,29 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def busy_cores(cores: int) -> int:
-    """How many of ``cores`` other work holds now: the one-minute load average, rounded, at most ``cores``."""
+def busy_cores(cores: int, loadavg: str = "/proc/loadavg") -> int:
+    """How many of ``cores`` other work holds now: the one-minute load average, rounded, at most ``cores``; where the
+    system says how many processes run at this moment (Linux), no more than those besides this one, since the
+    average still counts, for a minute, work that has just ended (a script's training before its eval)."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return 0
-    return max(0, min(cores, int(load + 0.5)))
+    busy = int(load + 0.5)
+    running = running_now(loadavg)
+    if running is not None:
+        busy = min(busy, running - 1)
+    return max(0, min(cores, busy))
+
+
+def running_now(loadavg: str = "/proc/loadavg") -> int | None:
+    """The processes runnable at this moment, this one included (the 4th field of /proc/loadavg, "R/TOTAL"); None
+    where the file is missing or reads otherwise."""
+    try:
+        fields = Path(loadavg).read_text().split()
+        return int(fields[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def choose_threads(requested: int | None, cores: int, processes: int, busy: int) -> tuple[int, str]:

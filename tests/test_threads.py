@@ -1,6 +1,7 @@
 """The thread policy: torch's CPU threads set once, from --threads / GENZOO_THREADS / OMP_NUM_THREADS, else the
 cores this process may use, fewer (and said in one line) when the machine's load shows other work holds them."""
 
+import os
 import subprocess
 import sys
 
@@ -47,3 +48,16 @@ def test_the_cli_sets_torchs_threads_from_its_option():
             "print('threads', torch.get_num_threads())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "threads 2" in out.stdout, out.stderr
+
+
+def test_busy_cores_follows_what_runs_now_not_a_minute_of_load_that_has_ended(monkeypatch, tmp_path):
+    from genzoo.threads import busy_cores
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 1.5, 1.0))
+    ended = tmp_path / "ended"
+    ended.write_text("1.90 1.50 1.00 1/120 4242\n")  # a training just ended: only this process runs
+    assert busy_cores(2, str(ended)) == 0
+    running = tmp_path / "running"
+    running.write_text("1.90 1.50 1.00 3/120 4242\n")  # two others run now
+    assert busy_cores(2, str(running)) == 2
+    assert busy_cores(2, str(tmp_path / "missing")) == 2  # no such file: the load average alone
