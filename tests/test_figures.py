@@ -59,6 +59,7 @@ SOURCES = {
     ("gan-mnist", None): lambda: [report("gan_mnist.json")],
     ("edm-mnist", None): lambda: [churn_row()],
     ("edm-mnist-small", None): lambda: [report("edm_mnist_small.json")],
+    ("edm-cifar10", None): lambda: [report("edm_cifar10.json")],
     ("consistency-mnist", None): lambda: [report("consistency_mnist_1step.json")],
     ("consistency-mnist", "two steps (--opt steps=2)"): lambda: [report("consistency_mnist_2step.json")],
     ("robust-mnist", None): lambda: [report("robust_default.json", "robust-mnist"), report("swd_robust_mnist.json")],
