@@ -22,6 +22,7 @@ from .destinations import check_destination, first_missing, writing
 from .errors import GenzooError
 from .hub import MAIN, check_can_push, check_repo_id, commit_folder, hub_ref, is_commit
 from .images import class_rows, save_grid, save_png
+from .inputs import per_class_labels
 from .loading import resolve
 from .modelcard import gather_facts, project_url, render_card, use_commands
 from .plugins import find_model, get_host
@@ -229,7 +230,7 @@ def _save_preview(model: Any, count: int, path: Path) -> None:
     if per_class is None:
         save_grid(model.sample(count, seed=0), path)
         return
-    labels = torch.arange(model.num_classes).repeat_interleave(per_class)
+    labels = per_class_labels(model, per_class)
     save_png(class_rows(model.sample(len(labels), seed=0, labels=labels), labels, model.class_names), path)
 
 

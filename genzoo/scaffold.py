@@ -243,18 +243,21 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 '''
 
-TESTS = '''"""genzoo-{name}: genzoo's contract checks, and the command line the way a user calls it."""
+TESTS_HEAD = '''"""genzoo-{{name}}: genzoo's contract checks, and the command line the way a user calls it."""
 
-import pytest
+{imports}
 from click.testing import CliRunner
 
 import genzoo
 from genzoo.cli import cli
 from genzoo.testing import check_method, check_several_processes, parametrize_with_checks
 
-from {package} import {cls}
+from {{package}} import {{cls}}
 
-SMALL = {{"image_size": 8}}  # a tiny instance keeps the checks fast
+'''
+# The contract checks and the entry-point test every new plugin's tests share ({rule}: a check a rule of its kind
+# runs), then the command-line round trip of a sampler or of a refiner.
+SHARED_TESTS = '''SMALL = {{"image_size": 8}}  # a tiny instance keeps the checks fast
 
 
 @parametrize_with_checks([({cls}, SMALL)])
@@ -263,7 +266,7 @@ def test_contract(method_cls, config, check):
 
 
 def test_check_method_reports_every_rule_passed():
-    assert "check_per_image_seeding" in check_method({cls}, SMALL)
+    assert "{rule}" in check_method({cls}, SMALL)
 
 
 @pytest.mark.slow
@@ -277,7 +280,9 @@ def test_the_plugin_is_found_through_its_entry_point():
     assert "{name}" in result.output
 
 
-def test_fit_then_sample_through_the_cli(tmp_path):
+'''
+
+TESTS = TESTS_HEAD.format(imports="import pytest") + SHARED_TESTS.replace("{rule}", "check_per_image_seeding") + '''def test_fit_then_sample_through_the_cli(tmp_path):
     import numpy as np
 
     np.savez(tmp_path / "data.npz", x=np.random.default_rng(0).integers(0, 256, (32, 8, 8), dtype=np.uint8))
@@ -291,43 +296,8 @@ def test_fit_then_sample_through_the_cli(tmp_path):
     assert genzoo.load(str(tmp_path / "run")).sample(4, seed=0).shape == (4, 1, 8, 8)
 '''
 
-REFINER_TESTS = '''"""genzoo-{name}: genzoo's contract checks, and the command line the way a user calls it."""
-
-import numpy as np
-import pytest
-import torch
-from click.testing import CliRunner
-
-import genzoo
-from genzoo.cli import cli
-from genzoo.testing import check_method, check_several_processes, parametrize_with_checks
-
-from {package} import {cls}
-
-SMALL = {{"image_size": 8}}  # a tiny instance keeps the checks fast
-
-
-@parametrize_with_checks([({cls}, SMALL)])
-def test_contract(method_cls, config, check):
-    check(method_cls, config)
-
-
-def test_check_method_reports_every_rule_passed():
-    assert "check_refine_images" in check_method({cls}, SMALL)
-
-
-@pytest.mark.slow
-def test_two_processes_train_as_one():
-    check_several_processes({cls}, SMALL)  # genzoo fit under 2 CPU processes; about half a minute
-
-
-def test_the_plugin_is_found_through_its_entry_point():
-    result = CliRunner().invoke(cli, ["plugins", "--json"])
-    assert result.exit_code == 0, result.output
-    assert "{name}" in result.output
-
-
-def test_fit_then_refine_through_the_cli(tmp_path):
+REFINER_TESTS = (TESTS_HEAD.format(imports="import numpy as np\nimport pytest\nimport torch")
+                 + SHARED_TESTS.replace("{rule}", "check_refine_images") + '''def test_fit_then_refine_through_the_cli(tmp_path):
     images = np.random.default_rng(0).integers(0, 256, (32, 1, 8, 8), dtype=np.uint8)
     np.savez(tmp_path / "data.npz", x=images)
     runner = CliRunner()
@@ -347,7 +317,7 @@ def test_fit_then_refine_through_the_cli(tmp_path):
     model = genzoo.load(str(tmp_path / "run"))  # from Python: the learned mean pulls a grey image towards the data
     grey = torch.full((2, 1, 8, 8), 0.5)
     assert torch.equal(model.refine(grey, pull=0.0), grey) and not torch.equal(model.refine(grey), grey)
-'''
+''')
 
 README = '''# genzoo-{name}
 

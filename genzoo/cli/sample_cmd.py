@@ -7,6 +7,7 @@ from ..destinations import writing
 from ..errors import GenzooError
 from ..generate import SampleOptions, generate
 from ..images import OUTPUT_RULE, class_rows, output_target, replacing, save_images, save_png
+from ..inputs import per_class_labels
 from ..loading import load
 from ..memory import check_images_fit
 from .options import (device_from, device_option, options_from, output_options, parse_labels, parse_options,
@@ -40,7 +41,7 @@ def command(name, output, fmt, as_float, nrow, labels, per_class, opts, refine_o
     model = load(name, device=dev)
     options = parse_options(opts, model, "sample")
     if per_class is not None:
-        label_tensor = per_class_labels(model, per_class, label_tensor, name)
+        label_tensor = checked_per_class(model, per_class, label_tensor, name)
         o = dataclasses.replace(o, n=len(label_tensor))
     refiner = load(o.refine, device=dev) if o.refine else None
     refine_options = parse_refine_options(refine_opts, o.refine_steps, o.refine, refiner)
@@ -59,10 +60,11 @@ def command(name, output, fmt, as_float, nrow, labels, per_class, opts, refine_o
     click.echo(f"wrote {len(images)} images to {out}" + (f" ({note})" if note else ""))
 
 
-def per_class_labels(model, k: int, labels, name: str) -> torch.Tensor:
-    """``--per-class K``: each class of ``model`` K times in turn (class 0 K times, then class 1, ...)."""
+def checked_per_class(model, k: int, labels, name: str) -> torch.Tensor:
+    """``--per-class K``'s labels (:func:`genzoo.inputs.per_class_labels`), refused beside --labels or for an
+    unconditional model."""
     if labels is not None:
         raise GenzooError("--per-class draws every class: give it or --labels, not both")
     if not model.num_classes:
         raise GenzooError(f"--per-class: {name} is not class-conditional (it has no classes); use -n for a grid")
-    return torch.arange(model.num_classes).repeat_interleave(k)
+    return per_class_labels(model, k)
