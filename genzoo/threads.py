@@ -2,8 +2,10 @@
 
 ``--threads N`` (``genzoo --threads N VERB``), ``GENZOO_THREADS`` or ``OMP_NUM_THREADS``, else the cores this process may use
 (its CPU affinity) shared between the processes ``accelerate launch`` started on this machine. When the
-machine's load shows other work already holds the cores, the threads are fewer: spinning OpenMP threads
-that wait for a core cost far more than they give (docs/results.md, threads), and genzoo says so in one line.
+machine's load shows other work already holds the cores, OpenMP's threads wait passively instead of spinning
+(spinning threads that wait for a core cost far more than they give; passive waiting beat fewer threads in
+docs/results.md, "Threads on a busy machine"), or, where OpenMP has already started, they are fewer; genzoo says
+which in one line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 THREADS_ENV = "GENZOO_THREADS"
 _OMP = "OMP_NUM_THREADS"
+_WAIT_POLICY = "OMP_WAIT_POLICY"
 
 
 def usable_cores() -> int:
@@ -49,16 +52,22 @@ def running_now(loadavg: str = "/proc/loadavg") -> int | None:
         return None
 
 
-def choose_threads(requested: int | None, cores: int, processes: int, busy: int) -> tuple[int, str]:
-    """The thread count and, when it was lowered for a busy machine, the sentence that says so ("" otherwise)."""
+def choose_threads(requested: int | None, cores: int, processes: int, busy: int,
+                   passive_possible: bool = True) -> tuple[int, str]:
+    """The thread count and, when the machine is busy, the sentence that says what was done about it ("" otherwise):
+    the threads wait passively (``passive_possible``: OpenMP has not started and its wait policy is not set), else
+    they are fewer."""
     if requested is not None:
         return requested, ""
     share = max(1, cores // max(1, processes))
     free = max(1, (cores - busy) // max(1, processes))
     if free >= share:
         return share, ""
-    return free, (f"threads: {free} of {share} (this machine's load shows {busy} of its {cores} cores busy with other "
-                  f"work; --threads N or {THREADS_ENV} sets it)")
+    why = f"this machine's load shows {busy} of its {cores} cores busy with other work"
+    if passive_possible:
+        return share, (f"threads: {share}, waiting passively ({why}: threads that spin while they wait for a core cost "
+                       f"more than they give; --threads N or {THREADS_ENV} sets the count)")
+    return free, f"threads: {free} of {share} ({why}; --threads N or {THREADS_ENV} sets it)"
 
 
 def requested_threads(option: int | None) -> int | None:
@@ -86,8 +95,11 @@ def configure_threads(option: int | None = None, say=None) -> int:
     """Set torch's CPU threads for this process, once, before torch starts them; returns the count."""
     processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
     cores = usable_cores()
-    threads, notice = choose_threads(requested_threads(option), cores, processes, busy_cores(cores))
+    passive_possible = "torch" not in sys.modules and not os.environ.get(_WAIT_POLICY, "").strip()
+    threads, notice = choose_threads(requested_threads(option), cores, processes, busy_cores(cores), passive_possible)
     os.environ[_OMP] = str(threads)  # torch reads it when it starts; subprocesses inherit it
+    if notice and passive_possible and threads == max(1, cores // max(1, processes)):
+        os.environ[_WAIT_POLICY] = "PASSIVE"  # read by OpenMP when torch loads it
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
     if notice:

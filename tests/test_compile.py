@@ -66,3 +66,47 @@ def test_compiled_training_matches_eager_writes_the_same_files_and_resumes_eithe
         assert all(torch.allclose(a[k], c[k], atol=1e-5) for k in a)
         assert [s.get("compile") for s in json.loads((run / "fit.json").read_text())["segments"]] == \
             [f"{first} (as asked)", f"{then} (as asked)"]
+
+
+# -- sampling: genzoo sample / eval --compile ----------------------------------------------------------------------
+
+
+def test_auto_compiles_sampling_only_for_long_requests_and_counts_the_methods_calls(monkeypatch):
+    from genzoo import compiling
+
+    model = genzoo.get_host().method("edm")(TINY).eval()
+    assert compiling.network_calls(model, {"steps": 5, "s_churn": 1.0}) == 9  # options it does not count are left out
+    assert compiling.network_calls(model, {"steps": 5, "cfg": 2.0}) == 18  # a guided step calls two denoisers
+    assert compiling.compile_for_sampling(model, 64, {}, "auto") == ""  # 64 x 3 calls: stays eager, says nothing
+    assert model.net._compiled_call_impl is None
+    assert compiling.compile_for_sampling(model, 10**6, {}, "off") == ""
+    assert model.net._compiled_call_impl is None
+    monkeypatch.setattr(compiling, "AUTO_MIN_IMAGE_CALLS", 100)
+    said = compiling.compile_for_sampling(model, 64, {"steps": 2}, "auto")
+    assert said.startswith("compile: on (64 images x 3 network calls") and model.net._compiled_call_impl is not None
+    compiling.uncompile(model)
+    assert model.net._compiled_call_impl is None
+
+
+def test_a_method_that_does_not_count_its_calls_stays_eager_under_auto_and_a_bad_choice_is_refused(monkeypatch):
+    from genzoo import compiling
+
+    monkeypatch.setattr(compiling, "AUTO_MIN_IMAGE_CALLS", 1)
+    ign = genzoo.get_host().method("ign")({"width": 8})
+    assert compiling.network_calls(ign, {}) is None
+    assert compiling.compile_for_sampling(ign, 10**6, {}, "auto") == ""
+    with pytest.raises(genzoo.GenzooError, match="compile must be one of auto, on, off"):
+        compiling.compile_for_sampling(ign, 1, {}, "sometimes")
+    with pytest.raises(genzoo.GenzooError, match="compile must be one of auto, on, off"):
+        genzoo.evaluate("ign-mnist", n=4, compile="sometimes")
+
+
+@pytest.mark.slow  # compiling even a tiny U-Net takes a minute of CPU
+def test_compiled_sampling_gives_eager_images_within_rounding():
+    from genzoo import compiling
+
+    model = genzoo.get_host().method("edm")(TINY).eval()
+    eager = model.sample(6, seed=3, batch_size=6)
+    assert compiling.compile_for_sampling(model, 6, {}, "on") == "compile: on (as asked)"
+    compiled = model.sample(6, seed=3, batch_size=6)
+    assert (compiled - eager).abs().max() < 1e-4

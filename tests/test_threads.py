@@ -16,11 +16,14 @@ def test_the_cores_are_shared_between_a_machines_processes_and_a_request_wins():
     assert choose_threads(3, cores=8, processes=2, busy=8) == (3, "")
 
 
-def test_a_busy_machine_gets_fewer_threads_and_one_line_saying_why():
+def test_a_busy_machine_waits_passively_or_gets_fewer_threads_and_one_line_saying_why():
     threads, notice = choose_threads(None, cores=2, processes=1, busy=1)
+    assert threads == 2
+    assert notice.startswith("threads: 2, waiting passively") and "--threads N" in notice and "\n" not in notice
+    threads, notice = choose_threads(None, cores=2, processes=1, busy=1, passive_possible=False)
     assert threads == 1
     assert notice.startswith("threads: 1 of 2") and "--threads N" in notice and "\n" not in notice
-    assert choose_threads(None, cores=2, processes=1, busy=2)[0] == 1  # never fewer than one
+    assert choose_threads(None, cores=2, processes=1, busy=2, passive_possible=False)[0] == 1  # never fewer than one
 
 
 def test_a_request_comes_from_the_option_then_genzoo_threads_then_omp(monkeypatch):
@@ -61,3 +64,18 @@ def test_busy_cores_follows_what_runs_now_not_a_minute_of_load_that_has_ended(mo
     running.write_text("1.90 1.50 1.00 3/120 4242\n")  # two others run now
     assert busy_cores(2, str(running)) == 2
     assert busy_cores(2, str(tmp_path / "missing")) == 2  # no such file: the load average alone
+
+
+def test_on_a_busy_machine_the_policy_sets_passive_waiting_before_torch_starts_unless_the_user_set_it():
+    code = ("import os, genzoo.threads as t; t.busy_cores = lambda cores, loadavg='': cores; "
+            "n = t.configure_threads(say=lambda text: print('said', text)); "
+            "print('threads', n, os.environ.get('OMP_WAIT_POLICY'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GENZOO_THREADS")}
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        pytest.skip("one core: a busy machine leaves no thread to lower or keep waiting")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert f"threads {cores} PASSIVE" in out.stdout and "waiting passively" in out.stdout, out.stderr
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "OMP_WAIT_POLICY": "active"})
+    assert "threads 1 active" in out.stdout and "threads: 1 of" in out.stdout, out.stderr

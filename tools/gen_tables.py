@@ -440,7 +440,7 @@ def edm_models() -> str:
     small = result("edm_mnist_small.json")
     rows = [[f"`edm-mnist` ({churn['label']}, {churn['network_calls']} calls, sampled in {sampler['precision']})",
              *sampler_cells(churn["metrics"])],
-            [f"`edm-mnist-small` (deterministic, 18 steps, 35 calls, fp32)", *sampler_cells(small["metrics"])],
+            ["`edm-mnist-small` (deterministic, 18 steps, 35 calls, fp32)", *sampler_cells(small["metrics"])],
             ["`ign-mnist` (one call), the method's FID bar", *sampler_cells(ign)]]
     rows += reference_rows("mnist", ["real", "noise 0.1", "blur"], sampler_cells)
     caption = (f"{sampler['n']:,} samples (seed {sampler['seed']}) of each model against {sampler['ref']}, "
@@ -514,6 +514,60 @@ def mmb_mnist() -> str:
                   "corner blobs"], rows)
 
 
+def train_step_speed() -> str:
+    def keyed(name: str, compiled: bool) -> dict:
+        return {(r["method"], r["shape"], r["precision"]): r for r in result(name)["rows"] if r["compiled"] == compiled}
+
+    now, before = keyed("train_step_speed.json", False), keyed("train_step_speed_before.json", False)
+    paired = {on: keyed("train_step_speed_compiled.json", on) for on in (False, True)}
+    rows = []
+    for key, row in now.items():
+        old = before[key]["seconds_per_step"]
+        cells = [*key, fixed(old, 2), fixed(row["seconds_per_step"], 2), f"{old / row['seconds_per_step']:.2f}x"]
+        if key in paired[True]:
+            eager, compiled = paired[False][key], paired[True][key]
+            cells.append(f"{fixed(eager['seconds_per_step'], 2)} / {fixed(compiled['seconds_per_step'], 2)} "
+                         f"(compile {fixed(compiled['first_step_seconds'], 0)} s)")
+        else:
+            cells.append("")
+        rows.append(cells)
+    return table(["method", "shapes", "precision", "s/step before", "s/step now", "factor",
+                  "eager / compiled s/step, one run"], rows)
+
+
+def edm_vs_diffusers() -> str:
+    data = result("edm_vs_diffusers.json")
+    rows = []
+    for name in ("genzoo", "diffusers"):
+        r = data["rows"][name]
+        rows.append([name, f"{data['parameters'][name] / 1e6:.2f}M", fixed(r["seconds_per_step"], 3),
+                     fixed(r["steps_per_second"], 3), fixed(r["sample_images_per_second_9_calls"], 1)])
+    ratio = data["genzoo_over_diffusers"]
+    rows.append(["genzoo / diffusers", "", "", f"{ratio['training']:.2f}x", f"{ratio['sampling']:.2f}x"])
+    return table(["network", "parameters", f"training s/step ({data['training_precision']})", "steps/s",
+                  f"sampling images/s ({data['sampling_precision']}, 9 calls)"], rows)
+
+
+def sampling_speed() -> str:
+    rows = []
+    for name in ("sampling_speed_edm_mnist.json", "sampling_speed.json"):
+        for r in result(name)["rows"]:
+            first = f"{fixed(r['first_batch_seconds'], 0)} s compile" if r["compiled"] else ""
+            rows.append([r["model"], r["precision"], "on" if r["compiled"] else "off", fixed(r["seconds_per_batch"], 2),
+                         fixed(r["images_per_second"], 1), f"{r['eval_10000_seconds'] / 60:.1f} min",
+                         "the reference" if r["precision"] == "fp32" and not r["compiled"] else
+                         f"{r['max_pixel_difference']:.4f} (mean {r['mean_pixel_difference']:.5f})", first])
+    return table(["model", "precision", "compiled", "s per batch of 64", "images/s", "10,000 samples",
+                  "largest pixel difference to eager fp32", "first batch"], rows)
+
+
+def threads() -> str:
+    data = result("threads.json")
+    names = [k for k in data["rows"][0] if k not in ("busy_cores", "cores")]
+    rows = [[str(r["busy_cores"]), *[f"{1000 * r[n]:,.0f} ms" for n in names]] for r in data["rows"]]
+    return table(["cores other work holds", *names], rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "reference-fid": reference_fid, "reference-swd": reference_swd, "swd-beside-fid": swd_beside_fid,
     "ign-mnist": ign_mnist, "ign-batchnorm-modes": ign_batchnorm_modes, "ign-projection": ign_projection,
@@ -522,7 +576,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
     "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
     "edm-steps": edm_steps, "edm-sampler": edm_sampler,
-    "gan-vs-ign": gan_vs_ign,
+    "gan-vs-ign": gan_vs_ign, "train-step-speed": train_step_speed, "edm-vs-diffusers": edm_vs_diffusers,
+    "sampling-speed": sampling_speed, "threads": threads,
 }
 
 

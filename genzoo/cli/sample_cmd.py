@@ -3,6 +3,7 @@ import dataclasses
 import click
 import torch
 
+from ..compiling import compile_for_sampling
 from ..destinations import writing
 from ..errors import GenzooError
 from ..generate import SampleOptions, generate
@@ -46,6 +47,9 @@ def command(name, output, fmt, as_float, nrow, labels, per_class, opts, refine_o
     refiner = load(o.refine, device=dev) if o.refine else None
     refine_options = parse_refine_options(refine_opts, o.refine_steps, o.refine, refiner)
     check_images_fit([model, refiner], o.n, batch_size=o.batch_size, device=dev, precision=o.precision, where=name)
+    said = compile_for_sampling(model, o.n, options, o.compile)
+    if said:
+        click.echo(said, err=True)
     images, used_labels = generate(
         model, o.n, seed=o.seed, labels=label_tensor, apply=o.apply, refiner=refiner, refine_steps=o.refine_steps,
         batch_size=o.batch_size, device=dev, precision=o.precision, progress=o.progress, options=options,

@@ -9,6 +9,7 @@ each K gets a report of its own.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +17,12 @@ from typing import Any
 import torch
 
 from .._version import __version__
+from ..compiling import check_sampling_compile, compile_for_sampling, uncompile
 from ..configs import option
 from ..datasets import ImageData, fixed_permutation, load_dataset
 from ..errors import ArgumentError, GenzooError
-from ..generate import PRECISION_HELP, PROGRESS_HELP, Precision, check_refine, generate, typed_options
+from ..generate import (COMPILE_HELP, PRECISION_HELP, PROGRESS_HELP, Compile, Precision, check_refine, checked,
+                        generate, typed_options)
 from ..loading import load
 from ..memory import check_images_fit
 from ..method import BATCH_SIZE, INFERENCE_PRECISION, Method
@@ -69,6 +72,7 @@ class EvalOptions:
     batch_size: int = option(BATCH_SIZE, help="Images per batch when generating and extracting features.")
     device: Any = option(None, cli=False)
     precision: Precision = option(INFERENCE_PRECISION, help=PRECISION_HELP)
+    compile: Compile = option("auto", help=COMPILE_HELP)
     progress: bool = option(True, flags=("--progress/--no-progress",), help=PROGRESS_HELP)
 
     def applies(self) -> tuple[int, ...]:
@@ -100,6 +104,7 @@ class EvalOptions:
                 raise ArgumentError(name, f"{{arg}} must be at least {2 if name == 'n' else 1}, got {value}")
         if not self.applies():
             raise ArgumentError("apply", "{arg} names no K; give one, or a comma list such as 1,2,3")
+        check_sampling_compile(self.compile)
         if self.n_ref is not None and self.n_ref < 2:
             raise ArgumentError("n_ref", f"{{arg}} must be at least 2, got {self.n_ref}")
         if self.refine_steps is not None and self.refine_steps < 0:
@@ -378,7 +383,15 @@ def _check_inputs(given: tuple[torch.Tensor, Any, str] | None, space: Any, refer
 def _images(source: Any, model: Method | None, refiner: Method | None,
             o: EvalOptions) -> tuple[torch.Tensor, torch.Tensor | None, str]:
     """Images to score from a model."""
-    images, used = generate(model, o.n, seed=o.seed, labels=o.labels, apply=o.apply, refiner=refiner,
-                            refine_steps=o.refine_steps, refine_options=o.refine_options, batch_size=o.batch_size,
-                            device=o.device, precision=o.precision, progress=o.progress, options=o.sample_options)
+    options = checked(model, "sample", o.sample_options, "sample_options")
+    said = compile_for_sampling(model, o.n, options, o.compile)
+    if said:
+        print(said, file=sys.stderr)
+    try:
+        images, used = generate(model, o.n, seed=o.seed, labels=o.labels, apply=o.apply, refiner=refiner,
+                                refine_steps=o.refine_steps, refine_options=o.refine_options, batch_size=o.batch_size,
+                                device=o.device, precision=o.precision, progress=o.progress, options=options)
+    finally:
+        if said:
+            uncompile(model)  # a model passed in from Python comes back as it was
     return images, used, str(source) if isinstance(source, str) else model.name

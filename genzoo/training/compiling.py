@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import time
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any
 
 from torch import nn
 
+from ..compiling import compile_in_place, compiled_modules, uncompile
 from ..errors import ArgumentError
 from ..hardware import device_name
 from ..precision import cache_folder
@@ -38,33 +38,6 @@ def check_compile(value: str) -> str:
     if text not in COMPILE_CHOICES:
         raise ArgumentError("compile", f"{{arg}} must be one of {', '.join(COMPILE_CHOICES)}, got {value!r}")
     return text
-
-
-def compiled_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """The networks ``--compile`` compiles: the method's ``compile_modules``, else each child module with
-    parameters."""
-    names = getattr(model, "compile_modules", None)
-    children = dict(model.named_children())
-    if names is None:
-        return [(name, child) for name, child in children.items() if any(True for _ in child.parameters())]
-    return [(name, children[name]) for name in names if name in children]
-
-
-def compile_in_place(model: nn.Module) -> list[str]:
-    """Compile the method's networks in place (their parameters and keys unchanged); returns their names."""
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_folder() / "inductor"))
-    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU
-    done = []
-    for name, module in compiled_modules(model):
-        module.compile()
-        done.append(name)
-    return done
-
-
-def uncompile(model: nn.Module) -> None:
-    """Run the method's networks eagerly again."""
-    for _, module in compiled_modules(model):
-        module._compiled_call_impl = None
 
 
 @dataclass
@@ -184,4 +157,5 @@ def _write_cache(key: str, verdict: dict[str, Any]) -> None:
         pass  # an unwritable cache only means timing again next time
 
 
-__all__ = ["COMPILE_CHOICES", "CompileChoice", "CompilePlan", "check_compile", "compile_in_place", "uncompile"]
+__all__ = ["COMPILE_CHOICES", "CompileChoice", "CompilePlan", "check_compile", "compile_in_place", "compiled_modules",
+           "uncompile"]

@@ -108,6 +108,10 @@ class Consistency(LevelDenoiser, genzoo.Method):
         c_noise = c.noise_scale * sigma.log()
         return c_skip * x + c_out * self.net(c_in * x, c_noise, labels).to(x.dtype)
 
+    def network_calls(self, steps: int = 1) -> int:
+        """Network calls of a sample of ``steps`` steps: one a step."""
+        return steps
+
     def sample_sigmas(self, steps: int) -> list[float]:
         """sigma_max, then (for more steps) mid_sigma and levels on the rho-schedule between it and sigma_min."""
         c = self.config
