@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import shutil
 from typing import Any
 
 from torch import nn
@@ -54,6 +55,11 @@ def uncompile(model: nn.Module) -> None:
         module._compiled_call_impl = None
 
 
+def has_cpp_compiler() -> bool:
+    """Whether a C++ compiler is on the PATH: torch.compile builds its CPU kernels with one."""
+    return any(shutil.which(name) for name in (os.environ.get("CXX", ""), "c++", "g++", "clang++") if name)
+
+
 def check_sampling_compile(value: str) -> str:
     text = str(value).lower()
     if text not in SAMPLING_CHOICES:
@@ -79,7 +85,7 @@ def compile_for_sampling(model: nn.Module, n: int, options: dict[str, Any], requ
     if requested == "off":
         return ""
     calls = network_calls(model, options)
-    if requested == "auto" and (calls is None or n * calls < AUTO_MIN_IMAGE_CALLS):
+    if requested == "auto" and (calls is None or n * calls < AUTO_MIN_IMAGE_CALLS or not has_cpp_compiler()):
         return ""
     compile_in_place(model)
     if requested == "on":

@@ -25,7 +25,8 @@ PRECISION_HELP = ("Numeric precision: fp32 (the same images on every machine, up
                   "which a stochastic sampler (churn) can amplify in a few pixels.")
 COMPILE_HELP = ("torch.compile the network: auto (when images x network calls reach 100,000, e.g. an eval of "
                 "10,000 images with a many-step sampler), on, off. Compiling takes about a minute the first time "
-                "and runs a many-step sampler about 1.2x as fast; images equal eager's up to float rounding.")
+                "and runs a many-step sampler about 1.2x as fast; images equal eager's up to float rounding. auto "
+                "stays eager where no C++ compiler is installed (torch.compile needs one on a CPU).")
 Compile = Literal["auto", "on", "off"]
 PROGRESS_HELP = progress.HELP
 

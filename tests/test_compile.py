@@ -82,6 +82,9 @@ def test_auto_compiles_sampling_only_for_long_requests_and_counts_the_methods_ca
     assert compiling.compile_for_sampling(model, 10**6, {}, "off") == ""
     assert model.net._compiled_call_impl is None
     monkeypatch.setattr(compiling, "AUTO_MIN_IMAGE_CALLS", 100)
+    monkeypatch.setattr(compiling, "has_cpp_compiler", lambda: False)  # inductor could not build: stays eager
+    assert compiling.compile_for_sampling(model, 64, {"steps": 2}, "auto") == ""
+    monkeypatch.setattr(compiling, "has_cpp_compiler", lambda: True)
     said = compiling.compile_for_sampling(model, 64, {"steps": 2}, "auto")
     assert said.startswith("compile: on (64 images x 3 network calls") and model.net._compiled_call_impl is not None
     compiling.uncompile(model)
