@@ -430,6 +430,27 @@ def edm_sampler() -> str:
     return caption + table(["sampler", "network calls", *SAMPLER_HEADER, "s / 1,000 images"], rows)
 
 
+def edm_cifar10_sampler() -> str:
+    data = result("edm_sampler_cifar10.json")
+
+    def cells(m: dict) -> list[str]:
+        accuracy = three(m["accuracy"]) if "accuracy" in m else ""
+        return [fid(m), three(m["precision"]), three(m["recall"]), accuracy, three(m["classes"]["entropy"])
+                if "classes" in m else "", swd(m)]
+
+    rows = [[r["label"], str(r["network_calls"]), *cells(r["metrics"]),
+             fixed(1000 * r["generate_seconds"] / data["n"], 0)] for r in data["rows"]]
+    labels = {"real training images": "real training images", "Gaussian blur sigma 1": "blurred, sigma 1",
+              "additive noise sigma 0.1": "noise sigma 0.1"}
+    rows += [[f"reference: {labels[name]}", "", *cells(m), ""] for name, m in data["reference_rows"].items()
+             if name in labels]
+    caption = (f"{data['n']:,} samples (seed {data['seed']}, labels i mod 10) of `edm-cifar10` against {data['ref']}, "
+               f"features-cifar10 (SWD on pixels), sampled in {data['precision']}; seconds to generate 1,000 images "
+               f"on {data['hardware']}.\n\n")
+    return caption + table(["sampler", "network calls", "FID", "precision", "recall", "label accuracy",
+                            "class entropy", "SWD", "s / 1,000 images"], rows)
+
+
 def edm_models() -> str:
     """The bundled EDM models at the catalogue's settings, beside ign-mnist (the method's FID bar) and the
     reference rows: edm-mnist's figures are the churn row of edm_sampler.json, which registry.yaml quotes."""
@@ -575,7 +596,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
     "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
-    "edm-steps": edm_steps, "edm-sampler": edm_sampler,
+    "edm-steps": edm_steps, "edm-sampler": edm_sampler, "edm-cifar10-sampler": edm_cifar10_sampler,
     "gan-vs-ign": gan_vs_ign, "train-step-speed": train_step_speed, "edm-vs-diffusers": edm_vs_diffusers,
     "sampling-speed": sampling_speed, "threads": threads,
 }
