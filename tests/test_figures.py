@@ -62,6 +62,8 @@ SOURCES = {
     ("edm-cifar10", None): lambda: [report("edm_cifar10.json")],
     ("consistency-mnist", None): lambda: [report("consistency_mnist_1step.json")],
     ("consistency-mnist", "two steps (--opt steps=2)"): lambda: [report("consistency_mnist_2step.json")],
+    ("consistency-cifar10", None): lambda: [report("consistency_cifar10_1step.json")],
+    ("consistency-cifar10", "two steps (--opt steps=2)"): lambda: [report("consistency_cifar10_2step.json")],
     ("robust-mnist", None): lambda: [report("robust_default.json", "robust-mnist"), report("swd_robust_mnist.json")],
     ("robust-mnist", "ign-mnist, unrefined"): lambda: [report("robust_default.json", "unrefined")],
     ("robust-consistency-mnist", None):
@@ -252,12 +254,16 @@ def test_images_seen_are_steps_times_batch_wherever_stated():
     assert "(448,000 images)" in MODELS["edm-mnist-small"]["limitations"]
 
 
-def test_consistency_mnists_time_per_step_is_its_training_time_over_its_steps():
-    seconds = float(str(MODELS["consistency-mnist"]["provenance"]["training_seconds"]).split()[0])
-    per_step = f"{seconds / 6000:.1f}"
-    assert "6,000 steps" in MODELS["consistency-mnist"]["limitations"] and per_step == "1.1"
+def test_the_consistency_models_time_per_step_is_their_training_time_over_their_steps():
+    def per_step(name: str, steps: int) -> str:
+        seconds = float(str(MODELS[name]["provenance"]["training_seconds"]).split()[0])
+        return f"{seconds / steps:.1f}"
+
+    assert "6,000 steps" in MODELS["consistency-mnist"]["limitations"] and per_step("consistency-mnist", 6000) == "1.1"
+    assert "1,500 steps" in MODELS["consistency-cifar10"]["limitations"]
     text = " ".join((ROOT / "docs/methods/consistency.md").read_text(encoding="utf-8").split())
-    assert set(re.findall(r"(\d+(?:\.\d+)?) s a step", text)) == {per_step}
+    assert set(re.findall(r"(\d+(?:\.\d+)?) s a step", text)) == {per_step("consistency-mnist", 6000),
+                                                                   per_step("consistency-cifar10", 1500)}
 
 
 def test_a_bundled_models_size_in_the_docs_is_its_files():

@@ -451,6 +451,27 @@ def edm_cifar10_sampler() -> str:
                             "class entropy", "SWD", "s / 1,000 images"], rows)
 
 
+def colour_cells(m: dict) -> list[str]:
+    label_accuracy = three(m["accuracy"]) if "accuracy" in m else "-"
+    entropy_ = three(m["classes"]["entropy"]) if "classes" in m else "-"
+    return [fid(m), swd(m), three(m["precision"]), three(m["recall"]), label_accuracy, entropy_]
+
+
+def colour_models() -> str:
+    """The class-conditional CIFAR-10 models at 10,000 samples, beside ign-cifar10 and the reference rows."""
+    ign = {**report("ign_cifar10.json", "apply 1"),
+           "swd": next(r for r in result("swd_ign_cifar10.json") if r["apply"] == 1)["metrics"]["swd"]}
+    rows = [["`edm-cifar10` (18 deterministic steps, 35 calls, bf16)", *colour_cells(report("edm_cifar10.json"))],
+            ["`consistency-cifar10`, two steps", *colour_cells(report("consistency_cifar10_2step.json"))],
+            ["`consistency-cifar10`, one step", *colour_cells(report("consistency_cifar10_1step.json"))],
+            ["`ign-cifar10` (one call)", *colour_cells(ign)]]
+    rows += [[f"reference: {REFERENCE_LABELS[name]}", *colour_cells(reference("cifar10", name))]
+             for name in ("real", "resize", "blur")]
+    caption = ("10,000 samples (seed 0; labels i mod 10 for the conditional models) against cifar10:test, "
+               "features-cifar10 (SWD on pixels).\n\n")
+    return caption + table(["images", "FID", "SWD", "precision", "recall", "label accuracy", "class entropy"], rows)
+
+
 def edm_models() -> str:
     """The bundled EDM models at the catalogue's settings, beside ign-mnist (the method's FID bar) and the
     reference rows: edm-mnist's figures are the churn row of edm_sampler.json, which registry.yaml quotes."""
@@ -596,7 +617,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
     "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
-    "edm-steps": edm_steps, "edm-sampler": edm_sampler, "edm-cifar10-sampler": edm_cifar10_sampler,
+    "edm-steps": edm_steps, "edm-sampler": edm_sampler, "colour-models": colour_models,
     "gan-vs-ign": gan_vs_ign, "train-step-speed": train_step_speed, "edm-vs-diffusers": edm_vs_diffusers,
     "sampling-speed": sampling_speed, "threads": threads,
 }
