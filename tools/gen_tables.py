@@ -603,6 +603,17 @@ def sampling_speed() -> str:
                   "largest pixel difference to eager fp32", "first batch"], rows)
 
 
+def ign_vs_peer() -> str:
+    data = result("ign_vs_peer.json")
+    rows = []
+    for precision, r in data["precisions"].items():
+        train, sample, ratio = r["train_images_per_second"], r["sample_images_per_second"], r["genzoo_over_peer"]
+        rows.append([precision, f"{train['genzoo']:,.0f} / {train['peer']:,.0f} ({ratio['training']:.2f}x)",
+                     f"{sample['genzoo']:,.0f} / {sample['peer']:,.0f} ({ratio['sampling']:.2f}x)"])
+    return table(["precision", f"training images/s, batch {data['batch_size']}: genzoo / peer",
+                  "sampling images/s, batch 256: genzoo / peer"], rows)
+
+
 def threads() -> str:
     data = result("threads.json")
     names = [k for k in data["rows"][0] if k not in ("busy_cores", "cores")]
@@ -617,9 +628,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
     "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
-    "edm-steps": edm_steps, "edm-sampler": edm_sampler, "colour-models": colour_models,
+    "edm-steps": edm_steps, "edm-sampler": edm_sampler, "edm-cifar10-sampler": edm_cifar10_sampler,
+    "colour-models": colour_models,
     "gan-vs-ign": gan_vs_ign, "train-step-speed": train_step_speed, "edm-vs-diffusers": edm_vs_diffusers,
-    "sampling-speed": sampling_speed, "threads": threads,
+    "sampling-speed": sampling_speed, "threads": threads, "ign-vs-peer": ign_vs_peer,
 }
 
 
