@@ -22,9 +22,8 @@ import torch
 import genzoo
 from genzoo.blocks import dcgan
 from genzoo.precision import autocast
-from genzoo.training.step import TrainStep, single_loss_update
 from harness import interleaved_seconds, machine, parser, write_json
-from train_step_speed import optimizers
+from train_step_speed import one_step, optimizers
 
 CPU = torch.device("cpu")
 
@@ -86,12 +85,7 @@ def main() -> None:
 
         def genzoo_step() -> None:
             counter[0] += 1
-            for opt in opts:
-                opt.zero_grad(set_to_none=True)
-            step = TrainStep(model, counter[0], [{**batch, "step": counter[0]}], opts)
-            with autocast(precision, CPU):
-                logged = single_loss_update(model, step)
-            step.finish(logged)
+            one_step(model, opts, batch, counter[0], precision)
 
         def peer_step() -> None:
             with autocast(precision, CPU):

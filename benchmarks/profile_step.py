@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import time
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 
-from genzoo.precision import autocast
-from genzoo.training.step import TrainStep, single_loss_update
 from harness import machine, parser, write_json
-from train_step_speed import build, optimizers
+from train_step_speed import build, one_step, optimizers, random_batch
 
 GROUPS = {  # first match wins: a substring of the operator's name, or the name itself for casts
     "convolution": ("convolution",),
@@ -49,25 +46,13 @@ def main() -> None:
     p.add_argument("--top", type=int, default=25)
     args = p.parse_args()
     model = build(args.method, args.shape)
-    opts = optimizers(model, 10_000)
-    channels, size = model.image_shape[0], model.image_shape[1]
-    batch = {"x": torch.rand(64, channels, size, size), "y": torch.arange(64) % 10, "size": 64, "step": 0,
-             "steps": 10_000}
-
-    def one_step(t: int) -> None:
-        for opt in opts:
-            opt.zero_grad(set_to_none=True)
-        step = TrainStep(model, t, [{**batch, "step": t}], opts)
-        with autocast(args.precision, torch.device("cpu")):
-            logged = model.update(step) if model.owns_update() else single_loss_update(model, step)
-        step.finish(logged)
-
+    opts, batch = optimizers(model, 10_000), random_batch(model)
     for t in range(2):
-        one_step(t)
+        one_step(model, opts, batch, t, args.precision)
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for t in range(args.rounds):
-            one_step(2 + t)
+            one_step(model, opts, batch, 2 + t, args.precision)
     wall = (time.perf_counter() - start) / args.rounds
     events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
     total = sum(e.self_cpu_time_total for e in events)

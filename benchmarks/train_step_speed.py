@@ -58,22 +58,30 @@ def optimizers(model: genzoo.Method, total: int) -> list[torch.optim.Optimizer]:
     return optimizers_of(model, total)[0]
 
 
+def random_batch(model: genzoo.Method, size: int = 64) -> dict:
+    """A training batch of random images of the model's shape, labels i mod 10."""
+    return {"x": torch.rand(size, *model.image_shape), "y": torch.arange(size) % 10, "size": size, "step": 0,
+            "steps": 10_000}
+
+
+def one_step(model: genzoo.Method, opts: list, batch: dict, t: int, precision: str) -> None:
+    """Step ``t`` of the method's update through genzoo's engine (written out, not run_update: earlier commits
+    that this script also times lack it)."""
+    for opt in opts:
+        opt.zero_grad(set_to_none=True)
+    step = TrainStep(model, t, [{**batch, "step": t}], opts)
+    with autocast(precision, torch.device("cpu")):
+        logged = model.update(step) if model.owns_update() else single_loss_update(model, step)
+    step.finish(logged)
+
+
 def step_seconds(model: genzoo.Method, precision: str, rounds: int) -> tuple[float, float]:
     """(the first step's seconds, the median of the next ``rounds``)."""
-    opts = optimizers(model, 10_000)
-    channels, size = model.image_shape[0], model.image_shape[1]
-    batch = {"x": torch.rand(64, channels, size, size), "y": torch.arange(64) % 10, "size": 64, "step": 0,
-             "steps": 10_000}
-    device = torch.device("cpu")
+    opts, batch = optimizers(model, 10_000), random_batch(model)
     times = []
     for t in range(rounds + 1):
         start = time.perf_counter()
-        for opt in opts:
-            opt.zero_grad(set_to_none=True)
-        step = TrainStep(model, t, [{**batch, "step": t}], opts)
-        with autocast(precision, device):
-            logged = model.update(step) if model.owns_update() else single_loss_update(model, step)
-        step.finish(logged)
+        one_step(model, opts, batch, t, precision)
         times.append(time.perf_counter() - start)
     return times[0], statistics.median(times[1:])
 

@@ -7,8 +7,8 @@ compiling the same networks takes seconds, not minutes.
 
 For sampling, ``auto`` compiles when the request is long enough for the compile (about a minute on a CPU, the
 first time) to pay: at least ``AUTO_MIN_IMAGE_CALLS`` images times network calls per image, as the method
-counts them (``network_calls``); a method that does not count its calls stays eager.docs/results.md ("Training and sampling
-speed") has what compiling measured.
+counts them (``network_calls``); a method that does not count its calls stays eager. docs/results.md ("Training and
+sampling speed") has what compiling measured.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from torch import nn
 from .errors import ArgumentError
 from .precision import cache_folder
 
-SAMPLING_CHOICES = ("auto", "on", "off")
+COMPILE_CHOICES = ("auto", "on", "off")  # fit --compile, sample --compile, eval --compile
 AUTO_MIN_IMAGE_CALLS = 100_000  # e.g. 3,000 images of a 35-call sampler: eager takes minutes more than compiling
 
 
@@ -60,10 +60,10 @@ def has_cpp_compiler() -> bool:
     return any(shutil.which(name) for name in (os.environ.get("CXX", ""), "c++", "g++", "clang++") if name)
 
 
-def check_sampling_compile(value: str) -> str:
+def check_compile(value: str) -> str:
     text = str(value).lower()
-    if text not in SAMPLING_CHOICES:
-        raise ArgumentError("compile", f"{{arg}} must be one of {', '.join(SAMPLING_CHOICES)}, got {value!r}")
+    if text not in COMPILE_CHOICES:
+        raise ArgumentError("compile", f"{{arg}} must be one of {', '.join(COMPILE_CHOICES)}, got {value!r}")
     return text
 
 
@@ -81,7 +81,7 @@ def compile_for_sampling(model: nn.Module, n: int, options: dict[str, Any], requ
     """Compile ``model``'s networks for a request of ``n`` images when ``requested`` says so (``auto``: when n times
     the network calls per image reach AUTO_MIN_IMAGE_CALLS); returns what was decided, in words ("" when the
     networks stay eager under ``auto``, which is the common case and says nothing)."""
-    requested = check_sampling_compile(requested)
+    requested = check_compile(requested)
     if requested == "off":
         return ""
     calls = network_calls(model, options)

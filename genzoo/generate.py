@@ -12,6 +12,7 @@ from typing import Any, Literal, Sequence
 
 import torch
 
+from .compiling import COMPILE_CHOICES
 from .configs import coerce_value, option
 from .errors import ArgumentError, GenzooError
 from .method import BATCH_SIZE, INFERENCE_PRECISION
@@ -27,7 +28,7 @@ COMPILE_HELP = ("torch.compile the network: auto (when images x network calls re
                 "10,000 images with a many-step sampler), on, off. Compiling takes about a minute the first time "
                 "and runs a many-step sampler about 1.2x as fast; images equal eager's up to float rounding. auto "
                 "stays eager where no C++ compiler is installed (torch.compile needs one on a CPU).")
-Compile = Literal["auto", "on", "off"]
+Compile = Literal[COMPILE_CHOICES]  # type: ignore[valid-type]
 PROGRESS_HELP = progress.HELP
 
 

@@ -67,7 +67,6 @@ def label_indices(model: Any, labels: Sequence[int | str]) -> list[int]:
     return [index[label] if isinstance(label, str) else int(label) for label in labels]
 
 
-
 def per_class_labels(model: Any, k: int) -> torch.Tensor:
     """Each class of a conditional ``model`` k times in turn (class 0 k times, then class 1, ...): the labels of
     ``genzoo sample --per-class K`` and of a conditional model's push preview."""

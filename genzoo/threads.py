@@ -98,7 +98,7 @@ def configure_threads(option: int | None = None, say=None) -> int:
     passive_possible = "torch" not in sys.modules and not os.environ.get(_WAIT_POLICY, "").strip()
     threads, notice = choose_threads(requested_threads(option), cores, processes, busy_cores(cores), passive_possible)
     os.environ[_OMP] = str(threads)  # torch reads it when it starts; subprocesses inherit it
-    if notice and passive_possible and threads == max(1, cores // max(1, processes)):
+    if notice and passive_possible:  # a busy machine: choose_threads kept every thread, to wait passively
         os.environ[_WAIT_POLICY] = "PASSIVE"  # read by OpenMP when torch loads it
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)

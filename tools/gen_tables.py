@@ -430,25 +430,7 @@ def edm_sampler() -> str:
     return caption + table(["sampler", "network calls", *SAMPLER_HEADER, "s / 1,000 images"], rows)
 
 
-def edm_cifar10_sampler() -> str:
-    data = result("edm_sampler_cifar10.json")
-
-    def cells(m: dict) -> list[str]:
-        accuracy = three(m["accuracy"]) if "accuracy" in m else ""
-        return [fid(m), three(m["precision"]), three(m["recall"]), accuracy, three(m["classes"]["entropy"])
-                if "classes" in m else "", swd(m)]
-
-    rows = [[r["label"], str(r["network_calls"]), *cells(r["metrics"]),
-             fixed(1000 * r["generate_seconds"] / data["n"], 0)] for r in data["rows"]]
-    labels = {"real training images": "real training images", "Gaussian blur sigma 1": "blurred, sigma 1",
-              "additive noise sigma 0.1": "noise sigma 0.1"}
-    rows += [[f"reference: {labels[name]}", "", *cells(m), ""] for name, m in data["reference_rows"].items()
-             if name in labels]
-    caption = (f"{data['n']:,} samples (seed {data['seed']}, labels i mod 10) of `edm-cifar10` against {data['ref']}, "
-               f"features-cifar10 (SWD on pixels), sampled in {data['precision']}; seconds to generate 1,000 images "
-               f"on {data['hardware']}.\n\n")
-    return caption + table(["sampler", "network calls", "FID", "precision", "recall", "label accuracy",
-                            "class entropy", "SWD", "s / 1,000 images"], rows)
+COLOUR_HEADER = ["FID", "SWD", "precision", "recall", "label accuracy", "class entropy"]
 
 
 def colour_cells(m: dict) -> list[str]:
@@ -469,7 +451,19 @@ def colour_models() -> str:
              for name in ("real", "resize", "blur")]
     caption = ("10,000 samples (seed 0; labels i mod 10 for the conditional models) against cifar10:test, "
                "features-cifar10 (SWD on pixels).\n\n")
-    return caption + table(["images", "FID", "SWD", "precision", "recall", "label accuracy", "class entropy"], rows)
+    return caption + table(["images", *COLOUR_HEADER], rows)
+
+
+def edm_cifar10_sampler() -> str:
+    data = result("edm_sampler_cifar10.json")
+    rows = [[r["label"], str(r["network_calls"]), *colour_cells(r["metrics"]),
+             fixed(1000 * r["generate_seconds"] / data["n"], 0)] for r in data["rows"]]
+    rows += [[f"reference: {REFERENCE_LABELS[name]}", "", *colour_cells(data["reference_rows"][REFERENCE_ROWS[name]]), ""]
+             for name in ("real", "blur", "noise 0.1")]
+    caption = (f"{data['n']:,} samples (seed {data['seed']}, labels i mod 10) of `edm-cifar10` against {data['ref']}, "
+               f"features-cifar10 (SWD on pixels), sampled in {data['precision']}; seconds to generate 1,000 images "
+               f"on {data['hardware']}.\n\n")
+    return caption + table(["sampler", "network calls", *COLOUR_HEADER, "s / 1,000 images"], rows)
 
 
 def edm_models() -> str:

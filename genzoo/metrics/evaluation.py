@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .._version import __version__
-from ..compiling import check_sampling_compile, compile_for_sampling, uncompile
+from ..compiling import check_compile, compile_for_sampling, uncompile
 from ..configs import option
 from ..datasets import ImageData, fixed_permutation, load_dataset
 from ..errors import ArgumentError, GenzooError
@@ -104,7 +104,7 @@ class EvalOptions:
                 raise ArgumentError(name, f"{{arg}} must be at least {2 if name == 'n' else 1}, got {value}")
         if not self.applies():
             raise ArgumentError("apply", "{arg} names no K; give one, or a comma list such as 1,2,3")
-        check_sampling_compile(self.compile)
+        check_compile(self.compile)
         if self.n_ref is not None and self.n_ref < 2:
             raise ArgumentError("n_ref", f"{{arg}} must be at least 2, got {self.n_ref}")
         if self.refine_steps is not None and self.refine_steps < 0:

@@ -22,22 +22,13 @@ from typing import Any
 
 from torch import nn
 
-from ..compiling import compile_in_place, compiled_modules, uncompile
-from ..errors import ArgumentError
+from ..compiling import COMPILE_CHOICES, check_compile, compile_in_place, compiled_modules, uncompile
 from ..hardware import device_name
 from ..precision import cache_folder
 
-COMPILE_CHOICES = ("auto", "on", "off")
 AUTO_MIN_STEPS = 2000  # below this, auto stays eager: the compile would take a large part of the run
 TIMED_STEPS = 3  # steps timed each way by auto, after one untimed step (the eager warm-up, the compile)
 FASTER_BY = 0.95  # compiled steps must take at most 95% of eager's time to be kept
-
-
-def check_compile(value: str) -> str:
-    text = str(value).lower()
-    if text not in COMPILE_CHOICES:
-        raise ArgumentError("compile", f"{{arg}} must be one of {', '.join(COMPILE_CHOICES)}, got {value!r}")
-    return text
 
 
 @dataclass
