@@ -3,8 +3,10 @@
     python benchmarks/robust_figure.py [--generator ign-mnist] [--refiner robust-mnist] [-n 64] \
         [-o benchmarks/results/robust_refine.png]
 
-Samples are drawn with seed 0 and refined with the refiner's defaults; the script prints the
-mean L2 change and how many images change class under the refiner's own (debiased) labels.
+Samples are drawn with seed 0 (a class-conditional generator's with labels i mod classes, which the
+refiner then aims at: with -n 100 each column of a grid is one class) and refined with the refiner's
+defaults; the script prints the mean L2 change and how many images change class under the refiner's
+own (debiased) labels.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ def main() -> None:
     p.add_argument("-o", "--output", default="benchmarks/results/robust_refine.png")
     args = p.parse_args()
 
-    samples = genzoo.load(args.generator).sample(args.n, seed=0)
+    generator = genzoo.load(args.generator)
+    samples = generator.sample(args.n, seed=0)
     refiner = genzoo.load(args.refiner)
-    refined = refiner.refine(samples, seed=0)
+    # a class-conditional generator's labels (i mod classes) are what the refiner aims at, as with --refine
+    labels = generator.labels_for(args.n, None) if generator.num_classes else None
+    refined = refiner.refine(samples, labels=labels, seed=0)
     nrow = int(args.n**0.5)
     left, right = make_grid(samples, nrow=nrow), make_grid(refined, nrow=nrow)
     gap = torch.ones(left.shape[0], left.shape[1], 8)

@@ -12,6 +12,9 @@
 For each refiner: FID, KID, precision, recall, class entropy and confidence of the refined
 samples, how often the eval classifier agrees with the label the refiner aimed at (before and after), and
 refinement speed (images/s). The generator's samples are drawn once (--seed, default 0) and shared.
+A class-conditional generator's samples keep their labels (``i mod classes``, as ``genzoo sample``
+makes them), and every refiner that classifies aims at those, as ``genzoo sample MODEL --refine R``
+does; an unconditional generator's samples take each refiner's own prediction.
 ``--opt KEY=VALUE`` passes any other refine option of the refiners;
 ``--sample-opt KEY=VALUE`` a sample option of the generator (e.g. ``steps=2``). A refiner that does not
 classify (a consistency model, say) refines without labels, and has no label agreement. A refiner
@@ -43,15 +46,21 @@ def main() -> None:
     p.add_argument("--sample-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="a sample option of the generator (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generator's samples (refinement noise too)")
+    p.add_argument("--precision", default="fp32", help="the generator's sampling precision (refinement runs in fp32)")
     p.add_argument("--metrics", default="fid,kid,precision,recall", help="comma list (add swd for pixel SWD)")
     args = p.parse_args()
     register_ablations()
 
     generator = genzoo.load(args.generator)
-    samples = generator.sample(args.n, seed=args.seed, progress=True, **_options(args.sample_opt))
+    t = time.time()
+    samples = generator.sample(args.n, seed=args.seed, precision=args.precision, progress=True,
+                               **_options(args.sample_opt))
+    sample_seconds = time.time() - t
+    generated_labels = generator.labels_for(args.n, None) if generator.num_classes else None
     metrics = args.metrics
-    rows = {"unrefined": genzoo.evaluate(samples, n=args.n, metrics=metrics, ref=args.ref, data_root=args.data_root,
-                                         progress=False)}
+    rows = {"unrefined": genzoo.evaluate(samples, n=args.n, labels=generated_labels,
+                                         metrics=metrics + (",accuracy" if generated_labels is not None else ""),
+                                         ref=args.ref, data_root=args.data_root, progress=False)}
     print("unrefined", json.dumps(rows["unrefined"]["metrics"]), flush=True)
     # the eval classifier's predictions on the unrefined samples, once, for every refiner's "before"
     _, probs = extract(feature_space(dataset=args.ref.split(":")[0]), samples)
@@ -61,7 +70,10 @@ def main() -> None:
     for name in args.refiners.split(","):
         refiner = genzoo.load(name)
         classifies = hasattr(refiner, "predict_labels")
-        labels = refiner.predict_labels(samples) if classifies else None
+        if not classifies:
+            labels = None
+        else:
+            labels = generated_labels if generated_labels is not None else refiner.predict_labels(samples)
         before = float((predicted == labels).double().mean()) if classifies else None
         t = time.time()
         refined = refiner.refine(samples, labels=labels, steps=args.steps, seed=args.seed, progress=True, **options)
@@ -76,7 +88,11 @@ def main() -> None:
         agreement = f"label accuracy before {before:.4f}" if classifies else "no labels"
         print(name, json.dumps(report["metrics"]), agreement, f"{speed:.0f} img/s", flush=True)
     # the rows' own "seed" is evaluate's (the reference draw); the samples' seed is this one
-    write_json(args.json, {"sample_seed": args.seed, "sample_options": _options(args.sample_opt), **rows})
+    write_json(args.json, {"generator": args.generator, "sample_seed": args.seed, "n": args.n,
+                           "sample_options": _options(args.sample_opt), "sample_precision": args.precision,
+                           "sample_seconds": round(sample_seconds, 1),
+                           "labels": "generator's" if generated_labels is not None else "each refiner's prediction",
+                           **rows})
 
 
 def _options(pairs: list[str]) -> dict[str, float | int]:

@@ -75,6 +75,10 @@ SOURCES = {
     ("robust-cifar10", None): lambda: [report("robust_cifar10.json", "plugins/genzoo_robust/weights/robust-cifar10"),
                                        report("swd_robust_cifar10.json")],
     ("robust-cifar10", "ign-cifar10, unrefined"): lambda: [report("robust_cifar10.json", "unrefined")],
+    ("robust-consistency-cifar10", None):
+        lambda: [report("robust_consistency_cifar10.json", "plugins/genzoo_robust/weights/robust-consistency-cifar10")],
+    ("robust-consistency-cifar10", "consistency-cifar10 (one step), unrefined"):
+        lambda: [report("robust_consistency_cifar10.json", "unrefined")],
     ("mmb-mnist", None): lambda: [report("mmb_variants.json", "runs/disjoint3-ms15"), report("swd_mmb_mnist.json")],
 }
 

@@ -80,7 +80,7 @@ def test_the_config_carries_no_ablation_switches_or_measured_useless_options():
     names = {f.name for f in fields(RobustRefiner.Config)}
     assert not names & {"discriminator", "adversarial", "ce_on_fakes", "langevin", "stop_at"}
     assert set(RobustRefiner.refine_options) == {"eps", "step_size"}
-    for name in ("robust-mnist", "robust-consistency-mnist", "robust-cifar10"):
+    for name in ("robust-mnist", "robust-consistency-mnist", "robust-cifar10", "robust-consistency-cifar10"):
         assert genzoo.load(name).config.refine_steps == 30  # the bundled configs load without those fields
 
 

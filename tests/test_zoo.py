@@ -16,7 +16,8 @@ BUNDLED = sorted(name for name, entry in get_host().all_models().items() if entr
 
 
 def test_the_colour_models_are_in_the_zoo():
-    assert {"features-mnist", "features-cifar10", "features-celeba64", "ign-cifar10", "ign-celeba64", "robust-cifar10"} <= set(BUNDLED)
+    assert {"features-mnist", "features-cifar10", "features-celeba64", "ign-cifar10", "ign-celeba64", "robust-cifar10",
+            "robust-consistency-cifar10"} <= set(BUNDLED)
 
 
 @pytest.mark.parametrize("name", BUNDLED)

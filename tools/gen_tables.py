@@ -192,6 +192,7 @@ SWD_ROWS = [  # model, what its samples are, the registry's `of` for them
     ("mmb-mnist", "class-conditional", None),
     ("ign-cifar10", "f(z)", None), ("ign-cifar10", "f(f(z))", "f(f(z))"),
     ("robust-cifar10", "ign-cifar10 refined", None),
+    ("robust-consistency-cifar10", "consistency-cifar10 (one step) refined", None),
     ("ign-celeba64", "f(z)", None),
 ]
 
@@ -359,7 +360,7 @@ def robust_cifar10() -> str:
 
 def robust_refiners() -> str:
     rows = []
-    for model in ("robust-mnist", "robust-consistency-mnist", "robust-cifar10"):
+    for model in ("robust-mnist", "robust-consistency-mnist", "robust-cifar10", "robust-consistency-cifar10"):
         own = measured(model, "fid")
         base_row = next(row for row in entry(model)["metrics"]
                         if row["metric"] == "fid" and str(row.get("of", "")).endswith(", unrefined"))
@@ -452,6 +453,28 @@ def colour_models() -> str:
     caption = ("10,000 samples (seed 0; labels i mod 10 for the conditional models) against cifar10:test, "
                "features-cifar10 (SWD on pixels).\n\n")
     return caption + table(["images", *COLOUR_HEADER], rows)
+
+
+CIFAR10_REFINER_GENERATORS = (("`consistency-cifar10`, one step", "robust_cifar10_on_consistency_1step.json"),
+                              ("`consistency-cifar10`, two steps", "robust_cifar10_on_consistency_2step.json"),
+                              ("`edm-cifar10` (35 calls, bf16)", "robust_cifar10_on_edm_cifar10.json"))
+CIFAR10_REFINERS = (("no refiner", "unrefined"), ("`robust-cifar10` (trained against ign-cifar10)", "robust-cifar10"),
+                    ("`robust-consistency-cifar10` (trained against consistency-cifar10, one step)",
+                     "plugins/genzoo_robust/weights/robust-consistency-cifar10"))
+
+
+def cifar10_refiners() -> str:
+    """Each class-conditional CIFAR-10 sampler before and after each CIFAR-10 refiner, on the same samples."""
+    rows, n = [], set()
+    for generator, file in CIFAR10_REFINER_GENERATORS:
+        data = result(file)
+        n.add(data["n"])
+        rows += [[generator, refiner, *colour_cells(report(file, key))] for refiner, key in CIFAR10_REFINERS]
+    rows += [[f"reference: {REFERENCE_LABELS[name]}", "", *colour_cells(reference("cifar10", name))]
+             for name in ("real", "resize", "blur")]
+    caption = (f"{n.pop():,} samples of each generator (seed 0, labels i mod 10; the refiners aim at those labels) "
+               "against cifar10:test, features-cifar10 (SWD on pixels); the reference rows on 10,000 images.\n\n")
+    return caption + table(["generator", "refiner", *COLOUR_HEADER], rows)
 
 
 def edm_cifar10_sampler() -> str:
@@ -621,6 +644,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "ign-cifar10": ign_cifar10, "ign-celeba64": ign_celeba64, "ign-passes": ign_passes, "ign-models": ign_models,
     "robust-mnist": robust_mnist, "robust-radius": robust_radius, "robust-cifar10": robust_cifar10,
     "robust-refiners": robust_refiners, "generators-and-refiners": generators_and_refiners,
+    "cifar10-refiners": cifar10_refiners,
     "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
     "edm-steps": edm_steps, "edm-sampler": edm_sampler, "edm-cifar10-sampler": edm_cifar10_sampler,
     "colour-models": colour_models,
