@@ -62,6 +62,7 @@ SOURCES = {
     ("edm-cifar10", None): lambda: [report("edm_cifar10.json")],
     ("consistency-mnist", None): lambda: [report("consistency_mnist_1step.json")],
     ("consistency-mnist", "two steps (--opt steps=2)"): lambda: [report("consistency_mnist_2step.json")],
+    ("edm-cifar10", "classifier-free guidance w 2 (--opt steps=9 --opt cfg=2)"): lambda: [report("edm_cifar10_cfg2.json")],
     ("consistency-cifar10", None): lambda: [report("consistency_cifar10_1step.json")],
     ("consistency-cifar10", "two steps (--opt steps=2)"): lambda: [report("consistency_cifar10_2step.json")],
     ("robust-mnist", None): lambda: [report("robust_default.json", "robust-mnist"), report("swd_robust_mnist.json")],

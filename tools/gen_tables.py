@@ -445,6 +445,7 @@ def colour_models() -> str:
     ign = {**report("ign_cifar10.json", "apply 1"),
            "swd": next(r for r in result("swd_ign_cifar10.json") if r["apply"] == 1)["metrics"]["swd"]}
     rows = [["`edm-cifar10` (18 deterministic steps, 35 calls, bf16)", *colour_cells(report("edm_cifar10.json"))],
+            ["`edm-cifar10`, `--opt steps=9 --opt cfg=2` (34 calls, bf16)", *colour_cells(report("edm_cifar10_cfg2.json"))],
             ["`consistency-cifar10`, two steps", *colour_cells(report("consistency_cifar10_2step.json"))],
             ["`consistency-cifar10`, one step", *colour_cells(report("consistency_cifar10_1step.json"))],
             ["`ign-cifar10` (one call)", *colour_cells(ign)]]
@@ -487,6 +488,24 @@ def edm_cifar10_sampler() -> str:
                f"features-cifar10 (SWD on pixels), sampled in {data['precision']}; seconds to generate 1,000 images "
                f"on {data['hardware']}.\n\n")
     return caption + table(["sampler", "network calls", *COLOUR_HEADER, "s / 1,000 images"], rows)
+
+
+def edm_cifar10_sampler_seeds() -> str:
+    """The sampler table's deterministic and guided rows at a second seed, beside the first seed's."""
+    first = {r["label"]: r["metrics"] for r in result("edm_sampler_cifar10.json")["rows"]}
+    data = result("edm_sampler_cifar10_seed1.json")
+    rows = []
+    for r in data["rows"]:
+        m, m0 = r["metrics"], first[r["label"]]
+        rows.append([r["label"], str(r["network_calls"]), f"{fid(m0)} / {fid(m)}", f"{swd(m0)} / {swd(m)}",
+                     f"{three(m0['accuracy'])} / {three(m['accuracy'])}",
+                     fixed((m0["fid"] + m["fid"]) / 2), format_value("swd", (m0["swd"] + m["swd"]) / 2)])
+    references = result("edm_sampler_cifar10.json")["reference_rows"]
+    rows += [[f"reference: {REFERENCE_LABELS[name]}", "", fid(m), swd(m), three(m["accuracy"]), "", ""]
+             for name in ("real", "blur") for m in [references[REFERENCE_ROWS[name]]]]
+    caption = (f"{data['n']:,} samples of seed 0 / seed {data['seed']} (labels i mod 10), sampled in {data['precision']}; "
+               "the reference rows are the table above's.\n\n")
+    return caption + table(["sampler", "network calls", "FID", "SWD", "label accuracy", "mean FID", "mean SWD"], rows)
 
 
 def edm_models() -> str:
@@ -647,6 +666,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "cifar10-refiners": cifar10_refiners,
     "consistency-mnist": consistency_mnist, "mmb-mnist": mmb_mnist, "edm-models": edm_models, "edm-ema": edm_ema,
     "edm-steps": edm_steps, "edm-sampler": edm_sampler, "edm-cifar10-sampler": edm_cifar10_sampler,
+    "edm-cifar10-sampler-seeds": edm_cifar10_sampler_seeds,
     "colour-models": colour_models,
     "gan-vs-ign": gan_vs_ign, "train-step-speed": train_step_speed, "edm-vs-diffusers": edm_vs_diffusers,
     "sampling-speed": sampling_speed, "threads": threads, "ign-vs-peer": ign_vs_peer,
