@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
 from genzoo.exporting import STORAGE_DTYPES
 from genzoo.provenance import portable_provenance
 from genzoo.training.checkpoints import model_from_checkpoint
