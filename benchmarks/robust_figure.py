@@ -30,7 +30,7 @@ def main() -> None:
     samples = generator.sample(args.n, seed=0)
     refiner = genzoo.load(args.refiner)
     # a class-conditional generator's labels (i mod classes) are what the refiner aims at, as with --refine
-    labels = generator.labels_for(args.n, None) if generator.num_classes else None
+    labels = generator.labels_for(args.n, None)  # None for an unconditional generator
     refined = refiner.refine(samples, labels=labels, seed=0)
     nrow = int(args.n**0.5)
     left, right = make_grid(samples, nrow=nrow), make_grid(refined, nrow=nrow)

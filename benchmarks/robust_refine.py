@@ -56,7 +56,7 @@ def main() -> None:
     samples = generator.sample(args.n, seed=args.seed, precision=args.precision, progress=True,
                                **_options(args.sample_opt))
     sample_seconds = time.time() - t
-    generated_labels = generator.labels_for(args.n, None) if generator.num_classes else None
+    generated_labels = generator.labels_for(args.n, None)  # None for an unconditional generator
     metrics = args.metrics
     rows = {"unrefined": genzoo.evaluate(samples, n=args.n, labels=generated_labels,
                                          metrics=metrics + (",accuracy" if generated_labels is not None else ""),
@@ -70,9 +70,8 @@ def main() -> None:
     for name in args.refiners.split(","):
         refiner = genzoo.load(name)
         classifies = hasattr(refiner, "predict_labels")
-        if not classifies:
-            labels = None
-        else:
+        labels = None
+        if classifies:
             labels = generated_labels if generated_labels is not None else refiner.predict_labels(samples)
         before = float((predicted == labels).double().mean()) if classifies else None
         t = time.time()

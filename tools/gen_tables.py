@@ -473,6 +473,7 @@ def cifar10_refiners() -> str:
         rows += [[generator, refiner, *colour_cells(report(file, key))] for refiner, key in CIFAR10_REFINERS]
     rows += [[f"reference: {REFERENCE_LABELS[name]}", "", *colour_cells(reference("cifar10", name))]
              for name in ("real", "resize", "blur")]
+    assert len(n) == 1, f"the refiner tables' generators were scored on different numbers of samples: {n}"
     caption = (f"{n.pop():,} samples of each generator (seed 0, labels i mod 10; the refiners aim at those labels) "
                "against cifar10:test, features-cifar10 (SWD on pixels); the reference rows on 10,000 images.\n\n")
     return caption + table(["generator", "refiner", *COLOUR_HEADER], rows)
